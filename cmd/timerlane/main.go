@@ -1,0 +1,75 @@
+// Command timerlane runs the timerlane engine: `replay` drives it from a
+// conformance trace, `demo` runs a million-timer scenario and prints what
+// it measured.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/timerlane/timerlane/internal/replay"
+	"github.com/timerlane/timerlane/internal/trace"
+)
+
+const usage = `timerlane: chain-native timers for the Cowboy Actor Message Scheduler
+
+Usage:
+  timerlane replay TRACE      replay a conformance trace (JSON Lines; - for stdin)
+                              and print its events as JSON Lines on stdout
+  timerlane demo [flags]      run the million-timer scenario and print a summary
+                              (timerlane demo --help lists the flags)
+  timerlane help              print this text
+
+Exit status: 0 on success, 2 on a bad trace, bad flags or bad config, 1 on
+any other failure.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "replay":
+		return replayCmd(args[1:], stdout, stderr)
+	case "demo":
+		return demoCmd(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "timerlane: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func replayCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\n")
+		return 2
+	}
+	var in io.Reader = os.Stdin
+	if args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			fmt.Fprintf(stderr, "timerlane replay: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		in = f
+	}
+	if err := replay.Run(in, stdout); err != nil {
+		fmt.Fprintln(stderr, err)
+		var te *trace.Error
+		if errors.As(err, &te) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"math"
+
+	"golang.org/x/crypto/sha3"
+
+	"github.com/timerlane/timerlane/internal/bytepool"
+	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/slab"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// rec is the engine's record of one timer, kept at the index of its node in
+// the calendar's arena.
+type rec struct {
+	id         TimerID
+	actor      uint32 // index in the actor table
+	data       uint32 // bytepool reference of handler bytes ++ payload
+	handlerLen uint32 // 0: the default handler
+	payloadLen uint32
+	state      recState
+}
+
+type recState uint8
+
+const (
+	stFree recState = iota
+	stPending
+	stCancelled // cancelled by the open transaction; unlinked when it commits
+	stFiring    // taken out of the pending set at end of block
+)
+
+type phase uint8
+
+const (
+	phaseIdle  phase = iota // between blocks
+	phaseTxs                // block open: transactions run
+	phaseEnded              // end of block done; commit next
+)
+
+// Engine is the timer scheduler of one chain. It is not safe for concurrent
+// use: a node drives it from its block-execution goroutine.
+type Engine struct {
+	cfg    Config
+	q      *calendar.Queue
+	recs   slab.Slab[rec]
+	ids    idIndex
+	actors actorTable
+	data   bytepool.Pool
+
+	height  uint64 // the open or last committed block; 0 before the first
+	started bool
+	phase   phase
+	seq     uint64 // insertion sequence of the next timer
+	pending int
+
+	tx   Tx
+	undo []undo
+	due  []uint32
+	del  Delivery
+	obs  Observer
+
+	keccak  hash.Hash
+	pre     [36]byte // actor || height (id preimage head)
+	nonce   [8]byte
+	scratch []byte
+}
+
+type undo struct {
+	node      uint32
+	cancelled bool // else scheduled
+}
+
+// New returns an empty in-memory engine, before its first block.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	q, err := calendar.New(cfg.layout())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	e := &Engine{cfg: cfg, q: q, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1}
+	e.ids = newIDIndex(func(n uint32) *TimerID { return &e.recs.At(n).id })
+	e.recs.Ensure(0)
+	e.tx.e = e
+	return e, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// SetObserver sets who hears end-of-block events; nil for nobody.
+func (e *Engine) SetObserver(o Observer) { e.obs = o }
+
+// Height is the open block, or the last committed one between blocks
+// (0 before the first block).
+func (e *Engine) Height() uint64 { return e.height }
+
+// Pending is the number of pending timers.
+func (e *Engine) Pending() int { return e.pending }
+
+// BeginBlock opens block h: the first block may have any height >= 1, each
+// later one must be the previous + 1. Epoch maintenance runs here, before
+// the block's transactions (CIP-1 §3 step 2).
+func (e *Engine) BeginBlock(h uint64) error {
+	if e.phase != phaseIdle {
+		if e.phase == phaseTxs {
+			return ErrBlockOpen
+		}
+		return ErrBlockEnded
+	}
+	if e.started && (e.height == math.MaxUint64 || h != e.height+1) || !e.started && h == 0 {
+		return fmt.Errorf("%w: block %d after %d", ErrBadHeight, h, e.height)
+	}
+	e.q.Advance(h)
+	e.height, e.started, e.phase = h, true, phaseTxs
+	return nil
+}
+
+// Begin opens a transaction of actor with the given nonce in the open
+// block. Its calls take effect as they are made; Commit keeps them, Revert
+// undoes all of them.
+func (e *Engine) Begin(actor Address, nonce uint64) (*Tx, error) {
+	if e.phase != phaseTxs {
+		return nil, ErrNoBlock
+	}
+	if e.tx.open {
+		return nil, ErrTxOpen
+	}
+	e.openTx(actor, nonce, false)
+	return &e.tx, nil
+}
+
+func (e *Engine) openTx(actor Address, nonce uint64, handler bool) {
+	e.tx = Tx{e: e, actor: actor, nonce: nonce, open: true, handler: handler, seq0: e.seq}
+	e.undo = e.undo[:0]
+}
+
+// EndBlock delivers the timers due at the open block's height: they are
+// all taken out of the pending set first, then each fires in FIFO order
+// (CIP-5 §5.1) through x, its handler's calls committing or reverting as a
+// unit.
+func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
+	if e.phase != phaseTxs {
+		return BlockResult{}, ErrNoBlock
+	}
+	if e.tx.open {
+		return BlockResult{}, ErrTxOpen
+	}
+	l := e.q.Take()
+	due := e.due[:0]
+	for i := l.Head; i != ring.Nil; i = e.q.A.Next(i) {
+		r := e.recs.At(i)
+		e.ids.del(&r.id)
+		e.actors.recs[r.actor].pending--
+		r.state = stFiring
+		due = append(due, i)
+	}
+	e.pending -= len(due)
+	for _, i := range due {
+		e.fire(x, i)
+	}
+	clear(due) // no stale node indices survive in the buffer
+	e.due = due[:0]
+	e.phase = phaseEnded
+	return BlockResult{Height: e.height, Fired: len(due), Pending: e.pending}, nil
+}
+
+func (e *Engine) fire(x Executor, i uint32) {
+	r := e.recs.At(i)
+	n := e.q.A.At(i)
+	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
+	d := &e.del
+	d.TimerID = r.id
+	d.Actor = e.actors.recs[r.actor].addr
+	d.Sender = d.Actor
+	d.Handler = defaultHandler
+	if r.handlerLen > 0 {
+		d.Handler = buf[:r.handlerLen]
+	}
+	d.Payload = buf[r.handlerLen:]
+	d.Height, d.Block = n.Height, e.height
+	d.CyclesLimit, d.CellsLimit = e.cfg.CyclesPerFire, e.cfg.CellsPerFire
+
+	e.openTx(d.Actor, 0, true)
+	e.tx.from, e.tx.hasFrom = r.id, true
+	u, err := x.Execute(&e.tx, d)
+	res := FireResult{Usage: u, Err: err}
+	res.Reverted = err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
+	if res.Reverted {
+		e.tx.revert()
+	} else {
+		e.tx.commit()
+	}
+	if e.obs != nil {
+		e.obs.Fired(d, res)
+	}
+	d.Handler, d.Payload = nil, nil
+	e.release(i)
+}
+
+// Commit seals the ended block.
+func (e *Engine) Commit() error {
+	if e.phase != phaseEnded {
+		return ErrBlockNotEnded
+	}
+	e.phase = phaseIdle
+	return nil
+}
+
+// SkipEmpty runs, between blocks, the empty blocks after the current height
+// up to to, stopping early before any block in which a timer is due. It
+// returns the height reached. An empty block changes nothing but the height,
+// so skipping is exactly equivalent to running them one by one.
+func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
+	if e.phase != phaseIdle {
+		return e.height, ErrBlockOpen
+	}
+	if to <= e.height {
+		return e.height, nil
+	}
+	if next, ok := e.q.NextAfter(); ok && next-1 < to {
+		to = next - 1
+	}
+	if to > e.height {
+		e.q.Advance(to)
+		e.height, e.started = to, true
+	}
+	return e.height, nil
+}
+
+// schedule inserts a timer for tx's actor after every check has passed.
+func (e *Engine) schedule(actorIdx uint32, id *TimerID, height uint64, rt routing) {
+	i := e.q.Insert(height, e.seq)
+	e.seq++
+	e.recs.Ensure(i)
+	r := e.recs.At(i)
+	*r = rec{id: *id, state: stPending, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
+	if n := len(rt.handler) + len(rt.body); n > 0 {
+		ref, buf := e.data.Alloc(n)
+		copy(buf[copy(buf, rt.handler):], rt.body)
+		r.data = ref
+	}
+	r.actor = e.actors.ref(actorIdx, &e.tx.actor)
+	e.tx.actorIdx = r.actor
+	e.actors.recs[r.actor].pending++
+	e.ids.put(id, i)
+	e.pending++
+	e.undo = append(e.undo, undo{node: i})
+}
+
+// release frees a timer that is no longer in the queue or the index.
+func (e *Engine) release(i uint32) {
+	r := e.recs.At(i)
+	e.data.Free(r.data)
+	e.actors.unref(r.actor)
+	*r = rec{}
+	e.q.A.Free(i)
+}
+
+// timerID derives CIP-5 §3.3's id into out:
+// keccak256(actor[20] || height[8 BE] || payload || nonce[8 BE]).
+func (e *Engine) timerID(out *TimerID, actor *Address, height uint64, payload []byte, nonce uint64) {
+	copy(e.pre[:20], actor[:])
+	binary.BigEndian.PutUint64(e.pre[20:28], height)
+	binary.BigEndian.PutUint64(e.nonce[:], nonce)
+	e.keccak.Reset()
+	e.keccak.Write(e.pre[:28])
+	e.keccak.Write(payload)
+	e.keccak.Write(e.nonce[:])
+	e.keccak.Sum(out[:0])
+}
+
+// Timer is a read-only copy of a pending timer.
+type Timer struct {
+	ID      TimerID
+	Actor   Address
+	Height  uint64
+	Seq     uint64 // insertion order: FIFO among timers of one height
+	Handler string
+	Payload []byte // what the handler receives
+}
+
+// Lookup returns the pending timer with the given id.
+func (e *Engine) Lookup(id TimerID) (Timer, bool) {
+	i, ok := e.ids.get(&id)
+	if !ok {
+		return Timer{}, false
+	}
+	return e.timer(i), true
+}
+
+func (e *Engine) timer(i uint32) Timer {
+	r, n := e.recs.At(i), e.q.A.At(i)
+	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
+	t := Timer{ID: r.id, Actor: e.actors.recs[r.actor].addr, Height: n.Height, Seq: n.Seq, Handler: DefaultHandler}
+	if r.handlerLen > 0 {
+		t.Handler = string(buf[:r.handlerLen])
+	}
+	t.Payload = append([]byte{}, buf[r.handlerLen:]...)
+	return t
+}
+
+// PendingOf is the number of pending timers of actor.
+func (e *Engine) PendingOf(actor Address) int {
+	_, n := e.actors.lookup(&actor)
+	return int(n)
+}
+
+// Stats describes the engine's memory and tiers.
+type Stats struct {
+	Pending                           int
+	Actors                            int
+	InRing, InEpochs, InOverflow      int
+	ArenaBytes, IndexBytes, DataBytes int
+}
+
+// Stats returns the current figures.
+func (e *Engine) Stats() Stats {
+	s := Stats{Pending: e.pending, Actors: e.actors.len()}
+	s.InRing, s.InEpochs, s.InOverflow = e.q.TierLens()
+	s.ArenaBytes = e.q.A.Bytes() + e.recs.Cap()*int(recSize)
+	s.IndexBytes = e.ids.bytes()
+	s.DataBytes = e.data.Bytes()
+	return s
+}

@@ -1,0 +1,48 @@
+package engine
+
+import "errors"
+
+// CallError is the failure of a schedule or cancel call. Its Name is the
+// error name of the conformance contract (FORMAT.md) and is what consensus
+// sees; compare with errors.Is against the Err* values.
+type CallError struct {
+	name, text string
+}
+
+func (e *CallError) Error() string { return e.name + ": " + e.text }
+
+// Name is the contract's name of the error, such as "HeightNotInFuture".
+func (e *CallError) Name() string { return e.name }
+
+// Call errors, in the order schedule checks them (CIP-5 §4.2, FORMAT.md).
+var (
+	ErrHeightNotInFuture = &CallError{"HeightNotInFuture", "the height is not above the current block height"}
+	ErrPayloadTooLarge   = &CallError{"PayloadTooLarge", "the payload is longer than max_payload_bytes"}
+	ErrInvalidHandler    = &CallError{"InvalidHandler", "the _handler of a routing payload is empty or longer than max_handler_bytes"}
+	ErrTooManyTimers     = &CallError{"TooManyTimers", "the actor already has max_timers_per_actor timers pending"}
+	ErrDuplicateTimer    = &CallError{"DuplicateTimer", "a timer with the same id is already pending"}
+	ErrUnknownTimer      = &CallError{"UnknownTimer", "no timer with this id is pending"}
+	ErrNotOwner          = &CallError{"NotOwner", "the timer belongs to another actor"}
+)
+
+// Lifecycle and configuration errors: misuse of the API by the embedder.
+var (
+	ErrInvalidConfig = errors.New("timerlane: invalid config")
+	ErrNoBlock       = errors.New("timerlane: no block is open")
+	ErrBlockOpen     = errors.New("timerlane: a block is already open")
+	ErrBlockNotEnded = errors.New("timerlane: the block has not ended")
+	ErrBlockEnded    = errors.New("timerlane: the block has ended; commit it first")
+	ErrTxOpen        = errors.New("timerlane: a transaction is open")
+	ErrTxClosed      = errors.New("timerlane: the transaction is no longer open")
+	ErrHandlerTx     = errors.New("timerlane: a handler's transaction is committed or reverted by the engine")
+	ErrBadHeight     = errors.New("timerlane: block height out of sequence")
+)
+
+// ErrorName returns the contract name of a call error, or "" if err is not one.
+func ErrorName(err error) string {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.name
+	}
+	return ""
+}

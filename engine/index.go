@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
+)
+
+// idIndex maps the id of every pending timer to its node: open addressing
+// with linear probing and backward-shift deletion. A slot holds a 32-bit tag
+// of the id's hash (bits 32..63) and the node index (bits 0..31); 0 is
+// empty. The bucket of a slot is derived from its tag, so deletion can move
+// entries back without reading ids. At most half the slots are used.
+//
+// The hash is keyed with a per-engine random seed so that nobody can grind
+// ids into one probe run. The seed affects speed only: the index is never
+// iterated, so nothing observable depends on it.
+type idIndex struct {
+	slots []uint64
+	mask  uint64
+	n     int
+	seed  [2]uint64
+	idOf  func(node uint32) *TimerID
+}
+
+func newIDIndex(idOf func(uint32) *TimerID) idIndex {
+	return idIndex{slots: make([]uint64, 1024), mask: 1023, seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
+}
+
+func (x *idIndex) tag(id *TimerID) uint64 {
+	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(id[0:8])^x.seed[0], binary.LittleEndian.Uint64(id[8:16])^x.seed[1])
+	t := (hi ^ lo) >> 32
+	if t == 0 {
+		t = 1
+	}
+	return t
+}
+
+// find returns the slot position holding id, or the empty position where it
+// would go, and whether it was found.
+func (x *idIndex) find(id *TimerID, tag uint64) (uint64, bool) {
+	for p := tag & x.mask; ; p = (p + 1) & x.mask {
+		s := x.slots[p]
+		if s == 0 {
+			return p, false
+		}
+		if s>>32 == tag && *x.idOf(uint32(s)) == *id {
+			return p, true
+		}
+	}
+}
+
+func (x *idIndex) get(id *TimerID) (uint32, bool) {
+	p, ok := x.find(id, x.tag(id))
+	return uint32(x.slots[p]), ok
+}
+
+// put adds id -> node; id must not be present.
+func (x *idIndex) put(id *TimerID, node uint32) {
+	if 2*(x.n+1) > len(x.slots) {
+		x.grow()
+	}
+	t := x.tag(id)
+	p, _ := x.find(id, t)
+	x.slots[p] = t<<32 | uint64(node)
+	x.n++
+}
+
+// del removes id, which must be present.
+func (x *idIndex) del(id *TimerID) {
+	p, ok := x.find(id, x.tag(id))
+	if !ok {
+		panic("engine: id index lost a pending timer")
+	}
+	x.n--
+	// Backward shift: pull later entries of the run into the hole when their
+	// home bucket does not lie strictly between the hole and them.
+	for q := (p + 1) & x.mask; ; q = (q + 1) & x.mask {
+		s := x.slots[q]
+		if s == 0 {
+			break
+		}
+		home := (s >> 32) & x.mask
+		if (q-home)&x.mask >= (q-p)&x.mask {
+			x.slots[p] = s
+			p = q
+		}
+	}
+	x.slots[p] = 0
+}
+
+func (x *idIndex) grow() {
+	old := x.slots
+	x.slots = make([]uint64, 2*len(old))
+	x.mask = uint64(len(x.slots) - 1)
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		p := (s >> 32) & x.mask
+		for x.slots[p] != 0 {
+			p = (p + 1) & x.mask
+		}
+		x.slots[p] = s
+	}
+}
+
+func (x *idIndex) bytes() int { return 8 * len(x.slots) }

@@ -1,0 +1,75 @@
+package engine
+
+import "encoding/hex"
+
+// Address is an actor's 20-byte address.
+type Address [20]byte
+
+// TimerID is the 32-byte id of a timer (CIP-5 §3.3).
+type TimerID [32]byte
+
+func (a Address) String() string { return "0x" + hex.EncodeToString(a[:]) }
+func (id TimerID) String() string { return "0x" + hex.EncodeToString(id[:]) }
+
+// Cost is what a call charges: cycles and cells (CIP-5 §6.1).
+type Cost struct {
+	Cycles, Cells uint64
+}
+
+// Usage is what a handler consumed.
+type Usage struct {
+	Cycles, Cells uint64
+}
+
+// DefaultHandler is the handler of a timer whose payload does not route.
+const DefaultHandler = "handle_timer"
+
+var defaultHandler = []byte(DefaultHandler)
+
+// Delivery is the deferred transaction of one due timer (CIP-5 §5.2). The
+// Handler and Payload slices belong to the engine and are valid only during
+// the Execute call that receives them: copy what you keep.
+type Delivery struct {
+	TimerID     TimerID
+	Actor       Address // the owning actor, whose Handler runs
+	Sender      Address // the actor that scheduled the timer (= Actor)
+	Origin      [32]byte
+	Handler     []byte
+	Payload     []byte
+	Height      uint64 // the height the timer was scheduled for
+	Block       uint64 // the block it fires in
+	CyclesLimit uint64
+	CellsLimit  uint64
+}
+
+// Executor runs the handlers of due timers; the embedding node implements
+// it. Execute runs d's handler inside tx, through which the handler may
+// schedule and cancel timers (for later blocks only). A non-nil error, or a
+// usage above d's limits, reverts the handler: none of its calls take effect,
+// and the timer is consumed all the same.
+type Executor interface {
+	Execute(tx *Tx, d *Delivery) (Usage, error)
+}
+
+// FireResult is the outcome of one fire, reported to an Observer.
+type FireResult struct {
+	Usage    Usage
+	Reverted bool
+	Err      error // the handler's error, if it returned one
+}
+
+// Observer hears what happens at end of block. Implementations must not
+// call back into the engine.
+type Observer interface {
+	// Fired follows the Execute call of each fired timer.
+	Fired(d *Delivery, r FireResult)
+}
+
+// BlockResult sums up one end of block.
+type BlockResult struct {
+	Height   uint64
+	Fired    int
+	Deferred int
+	GC       int
+	Pending  int // timers pending after the block
+}

@@ -1,0 +1,261 @@
+// Package calendar composes the three tiers into one calendar queue.
+//
+// With current height H, epoch length L, ring size R and k = R/L - 1, the
+// window is w = H/L and:
+//
+//   - the ring holds the heights of epochs w .. w+k (at most R heights, so
+//     no two resident heights share a bucket);
+//   - the epoch tier holds epochs w+k+1 .. w+k+C;
+//   - the overflow tree holds everything later.
+//
+// Where a timer lives is a function of its height and the window alone, so a
+// timer is in exactly one tier by construction. When the window moves (a new
+// epoch begins), whole epochs move down a tier, and they move while their
+// destination holds nothing of their heights: per height, the order of a
+// bucket is therefore always insertion order, across every promotion. All
+// epoch arithmetic saturates at the last epoch, so heights near 2^64 never
+// wrap.
+package calendar
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/timerlane/timerlane/epoch"
+	"github.com/timerlane/timerlane/overflow"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// Layout is the shape of the tiers. It changes speed and memory only.
+type Layout struct {
+	RingSize    uint64 // buckets in the ring, a power of two >= 2
+	EpochLength uint64 // heights per epoch, 1 .. RingSize
+	EpochCount  uint64 // epochs in the epoch tier, >= 1
+}
+
+// DefaultLayout suits a node: 4096 blocks in the ring, 64 epochs of 1024.
+var DefaultLayout = Layout{RingSize: 4096, EpochLength: 1024, EpochCount: 64}
+
+// Validate reports a layout outside the bounds the tiers accept.
+func (l Layout) Validate() error {
+	switch {
+	case l.RingSize < 2 || l.RingSize&(l.RingSize-1) != 0 || l.RingSize > 1<<30:
+		return fmt.Errorf("ring_size %d: must be a power of two in [2, 2^30]", l.RingSize)
+	case l.EpochLength < 1 || l.EpochLength > l.RingSize:
+		return fmt.Errorf("epoch_length %d: must be in [1, ring_size %d]", l.EpochLength, l.RingSize)
+	case l.EpochCount < 1 || l.EpochCount > 1<<24:
+		return fmt.Errorf("epoch_count %d: must be in [1, 2^24]", l.EpochCount)
+	}
+	return nil
+}
+
+// Tier names where a timer lives.
+type Tier uint8
+
+// The tiers, nearest first.
+const (
+	TierRing Tier = iota + 1
+	TierEpoch
+	TierOverflow
+)
+
+// Queue is the three-tier calendar queue over one arena of nodes.
+type Queue struct {
+	A        *ring.Arena
+	ring     *ring.Ring
+	epochs   *epoch.Slabs
+	overflow *overflow.Tree
+	length   uint64 // L
+	k        uint64 // whole epochs after the current one that the ring holds
+	maxEpoch uint64 // epoch of height 2^64-1
+	cur      uint64 // current height H
+	w        uint64 // current epoch H/L
+}
+
+// New returns an empty queue at height 0.
+func New(l Layout) (*Queue, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := ring.New(l.RingSize)
+	if err != nil {
+		return nil, err
+	}
+	e, err := epoch.New(l.EpochLength, l.EpochCount)
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{
+		A: ring.NewArena(), ring: r, epochs: e, overflow: overflow.New(),
+		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
+		maxEpoch: math.MaxUint64 / l.EpochLength,
+	}, nil
+}
+
+// Height is the current height.
+func (q *Queue) Height() uint64 { return q.cur }
+
+// Len is the number of timers in the three tiers.
+func (q *Queue) Len() int { return q.ring.Len() + q.epochs.Len() + q.overflow.Len() }
+
+// TierLens reports how many timers each tier holds.
+func (q *Queue) TierLens() (ringLen, epochLen, overflowLen int) {
+	return q.ring.Len(), q.epochs.Len(), q.overflow.Len()
+}
+
+func (q *Queue) addEpochs(e, n uint64) uint64 {
+	if e > q.maxEpoch-n {
+		return q.maxEpoch
+	}
+	return e + n
+}
+
+// lastHeight is the last height of epoch e, saturating at 2^64-1.
+func (q *Queue) lastHeight(e uint64) uint64 {
+	if e == q.maxEpoch {
+		return math.MaxUint64
+	}
+	return e*q.length + q.length - 1
+}
+
+func (q *Queue) ringLast(w uint64) uint64  { return q.addEpochs(w, q.k) }
+func (q *Queue) epochLast(w uint64) uint64 { return q.addEpochs(q.ringLast(w), q.epochs.Count()) }
+
+// TierOf is the tier a timer at height h belongs in now.
+func (q *Queue) TierOf(h uint64) Tier {
+	e := h / q.length
+	switch {
+	case e <= q.ringLast(q.w):
+		return TierRing
+	case e <= q.epochLast(q.w):
+		return TierEpoch
+	}
+	return TierOverflow
+}
+
+// Insert allocates a node for a timer due at height h > Height() with
+// insertion sequence seq, which must exceed the seq of every resident timer
+// of the same height, and enqueues it. It returns the node's index.
+func (q *Queue) Insert(h, seq uint64) uint32 {
+	i := q.A.Alloc()
+	n := q.A.At(i)
+	n.Height, n.Seq = h, seq
+	q.place(i, n)
+	return i
+}
+
+func (q *Queue) place(i uint32, n *ring.Node) {
+	switch q.TierOf(n.Height) {
+	case TierRing:
+		q.ring.Push(q.A, i)
+	case TierEpoch:
+		q.epochs.Push(q.A, i)
+	default:
+		q.overflow.Insert(overflow.Item{Height: n.Height, Seq: n.Seq, Node: i})
+	}
+}
+
+// Remove takes resident node i out of its tier; the node stays allocated.
+func (q *Queue) Remove(i uint32) {
+	n := q.A.At(i)
+	switch q.TierOf(n.Height) {
+	case TierRing:
+		q.ring.Remove(q.A, i)
+	case TierEpoch:
+		q.epochs.Remove(q.A, i)
+	default:
+		if !q.overflow.Delete(overflow.Item{Height: n.Height, Seq: n.Seq}) {
+			panic(fmt.Sprintf("calendar: node %d (height %d, seq %d) not in overflow", i, n.Height, n.Seq))
+		}
+	}
+}
+
+// Advance moves the current height to h >= Height(). No resident timer may
+// be due strictly between the old height and h (NextAfter tells how far that
+// holds). Whole epochs that come into range move down a tier.
+func (q *Queue) Advance(h uint64) {
+	if h < q.cur {
+		panic(fmt.Sprintf("calendar: advance from %d back to %d", q.cur, h))
+	}
+	q.cur = h
+	w := h / q.length
+	if w == q.w {
+		return
+	}
+	oldRing, oldEpoch := q.ringLast(q.w), q.epochLast(q.w)
+	q.w = w
+	newRing, newEpoch := q.ringLast(w), q.epochLast(w)
+	// Epochs that leave the epoch tier for the ring, in epoch order.
+	for e := oldRing + 1; e <= newRing && e <= oldEpoch; e++ {
+		l := q.epochs.Take(e)
+		for i := l.PopFront(q.A); i != ring.Nil; i = l.PopFront(q.A) {
+			q.ring.Push(q.A, i)
+		}
+		if e == math.MaxUint64 {
+			break
+		}
+	}
+	if newEpoch == oldEpoch {
+		return
+	}
+	// Overflow timers that come into range, in (height, seq) order.
+	for {
+		it, ok := q.overflow.Min()
+		if !ok || it.Height/q.length > newEpoch {
+			return
+		}
+		q.overflow.Delete(it)
+		q.place(it.Node, q.A.At(it.Node))
+	}
+}
+
+// Take detaches the ring bucket of the current height: every timer due now,
+// in insertion order. The nodes stay allocated; the caller frees them.
+func (q *Queue) Take() ring.List { return q.ring.Take(q.cur) }
+
+// NextAfter returns a height h > Height() such that no resident timer is due
+// in (Height(), h): the height of the next due timer, or the first height of
+// the epoch that holds it. ok is false when the queue holds nothing after
+// the current height.
+func (q *Queue) NextAfter() (h uint64, ok bool) {
+	for x, end := q.cur, q.lastHeight(q.ringLast(q.w)); x < end; {
+		x++
+		if q.ring.Bucket(x).Head != ring.Nil {
+			return x, true
+		}
+	}
+	last := q.epochLast(q.w)
+	for e := q.ringLast(q.w); e < last; {
+		e++
+		if !q.epochs.Empty(e) {
+			return e * q.length, true
+		}
+	}
+	if it, ok := q.overflow.Min(); ok {
+		return it.Height, true
+	}
+	return 0, false
+}
+
+// Walk calls f for every resident timer, tier by tier, each in its order.
+// It is for tests and diagnostics, not the hot path.
+func (q *Queue) Walk(f func(i uint32, t Tier)) {
+	ringEnd := q.lastHeight(q.ringLast(q.w))
+	start := q.w * q.length
+	for x := start; ; x++ {
+		for i := q.ring.Bucket(x).Head; i != ring.Nil; i = q.A.Next(i) {
+			f(i, TierRing)
+		}
+		if x == ringEnd || x-start+1 == q.ring.Size() {
+			break
+		}
+	}
+	last := q.epochLast(q.w)
+	for e := q.ringLast(q.w); e < last; {
+		e++
+		for i := q.epochs.Bucket(e).Head; i != ring.Nil; i = q.A.Next(i) {
+			f(i, TierEpoch)
+		}
+	}
+	q.overflow.Ascend(func(it overflow.Item) bool { f(it.Node, TierOverflow); return true })
+}

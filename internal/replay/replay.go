@@ -1,0 +1,325 @@
+// Package replay drives the engine from a conformance trace
+// (shared/conformance/FORMAT.md) and prints what happens as JSON Lines.
+package replay
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/trace"
+)
+
+// ErrUnsupported marks a trace that asks for something this engine does
+// not do yet.
+var ErrUnsupported = errors.New("not supported yet")
+
+type script struct {
+	cycles, cells uint64
+	revert        bool
+	calls         []trace.Call
+}
+
+type scriptKey struct {
+	actor   engine.Address
+	handler string
+}
+
+type runner struct {
+	out     *bufio.Writer
+	ev      event
+	eng     *engine.Engine
+	cfg     engine.Config
+	scripts map[scriptKey]*script
+	nonces  map[engine.Address]uint64
+	labels  map[string]engine.TimerID
+	line    int // the op being run, for errors
+	inBlock bool
+	began   bool // a block has begun: the config can no longer change
+	events  int  // events printed in the open block
+	failure error
+}
+
+// Run replays the trace read from r, writing events to w. A trace error
+// (a *trace.Error) stops the replay; the events before it stay written.
+func Run(r io.Reader, w io.Writer) error {
+	out := bufio.NewWriterSize(w, 1<<16)
+	defer out.Flush()
+	rn := &runner{
+		out: out, ev: event{w: out}, cfg: engine.DefaultConfig(),
+		scripts: map[scriptKey]*script{}, nonces: map[engine.Address]uint64{}, labels: map[string]engine.TimerID{},
+	}
+	tr := trace.NewReader(r)
+	for {
+		op, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		rn.line = op.Line
+		if err := rn.run(op); err != nil {
+			return err
+		}
+	}
+	if rn.inBlock {
+		return trace.Errorf(rn.line, "the trace ends inside block %d (no end op)", rn.eng.Height())
+	}
+	return nil
+}
+
+func (rn *runner) fail(format string, args ...any) error {
+	return trace.Errorf(rn.line, format, args...)
+}
+
+func (rn *runner) engine() (*engine.Engine, error) {
+	if rn.eng == nil {
+		e, err := engine.New(rn.cfg)
+		if err != nil {
+			return nil, rn.fail("config: %v", err)
+		}
+		rn.eng = e
+		e.SetObserver(rn)
+	}
+	return rn.eng, nil
+}
+
+func (rn *runner) run(op *trace.Op) error {
+	switch op.Kind {
+	case "config":
+		return rn.config(op.Config)
+	case "fund":
+		return nil // no effect under fifo
+	case "handler":
+		rn.scripts[scriptKey{op.Actor, op.Handler}] = &script{cycles: op.Cycles, cells: op.Cells, revert: op.Revert, calls: op.Calls}
+		return nil
+	case "block":
+		return rn.block(op.Height)
+	case "tx":
+		return rn.tx(op)
+	case "end":
+		if !rn.inBlock {
+			return rn.fail("end without an open block")
+		}
+		return rn.end(true)
+	case "advance":
+		return rn.advance(op.To)
+	case "rollback":
+		return rn.fail("rollback: %v (it comes with the durability work)", ErrUnsupported)
+	}
+	return rn.fail("op %s: %v under policy fifo", op.Kind, ErrUnsupported)
+}
+
+func (rn *runner) config(c *trace.Config) error {
+	if c.Policy != "fifo" {
+		return rn.fail("policy %s: %v", c.Policy, ErrUnsupported)
+	}
+	set := map[string]*uint64{"ring_size": &rn.cfg.RingSize, "epoch_length": &rn.cfg.EpochLength, "epoch_count": &rn.cfg.EpochCount}
+	for k, v := range c.Ints {
+		switch k {
+		case "max_timers_per_actor", "max_payload_bytes", "max_handler_bytes":
+			if v > 1<<32-1 {
+				return rn.fail("config: %s %d: out of range", k, v)
+			}
+			p := map[string]*uint32{"max_timers_per_actor": &rn.cfg.MaxTimersPerActor, "max_payload_bytes": &rn.cfg.MaxPayloadBytes, "max_handler_bytes": &rn.cfg.MaxHandlerBytes}[k]
+			*p = uint32(v)
+		default:
+			*set[k] = v
+		}
+	}
+	_, err := rn.engine()
+	return err
+}
+
+func (rn *runner) block(h uint64) error {
+	e, err := rn.engine()
+	if err != nil {
+		return err
+	}
+	if rn.inBlock {
+		return rn.fail("block %d: block %d has not ended", h, e.Height())
+	}
+	if rn.began && h != e.Height()+1 {
+		return rn.fail("block %d: expected height %d", h, e.Height()+1)
+	}
+	if err := e.BeginBlock(h); err != nil {
+		return rn.fail("block %d: %v", h, err)
+	}
+	rn.inBlock, rn.began, rn.events = true, true, 0
+	return nil
+}
+
+func (rn *runner) end(always bool) error {
+	res, err := rn.eng.EndBlock(rn)
+	if err == nil {
+		err = rn.eng.Commit()
+	}
+	if err != nil {
+		return rn.fail("end: %v", err)
+	}
+	if rn.failure != nil {
+		return rn.failure
+	}
+	rn.inBlock = false
+	if always || rn.events > 0 || res.Fired > 0 {
+		rn.ev.begin("block", res.Height).int("fired", res.Fired).int("deferred", res.Deferred).int("gc", res.GC).int("pending", res.Pending).end()
+	}
+	return nil
+}
+
+func (rn *runner) advance(to uint64) error {
+	e, err := rn.engine()
+	if err != nil {
+		return err
+	}
+	if rn.inBlock {
+		return rn.fail("advance inside open block %d", e.Height())
+	}
+	if to <= e.Height() {
+		return rn.fail("advance to %d: not above the current height %d", to, e.Height())
+	}
+	for e.Height() < to {
+		h, err := e.SkipEmpty(to)
+		if err != nil {
+			return rn.fail("advance: %v", err)
+		}
+		if h == to {
+			break
+		}
+		if err := rn.block(h + 1); err != nil {
+			return err
+		}
+		if err := rn.end(false); err != nil {
+			return err
+		}
+	}
+	rn.began = true
+	return nil
+}
+
+func (rn *runner) tx(op *trace.Op) error {
+	if !rn.inBlock {
+		return rn.fail("tx outside a block")
+	}
+	rn.nonces[op.Actor] = op.Nonce
+	tx, err := rn.eng.Begin(op.Actor, op.Nonce)
+	if err != nil {
+		return rn.fail("tx: %v", err)
+	}
+	if err := rn.calls(tx, op.Calls, nil); err != nil {
+		return err
+	}
+	if op.Revert {
+		tx.Revert()
+		rn.ev.begin("revert", rn.eng.Height()).raw("actor", engine.Address(op.Actor).String()).uint("nonce", op.Nonce).end()
+		rn.events++
+		return nil
+	}
+	return tx.Commit()
+}
+
+// calls runs calls in tx and prints a call event for each.
+func (rn *runner) calls(tx *engine.Tx, calls []trace.Call, from *engine.TimerID) error {
+	h := rn.eng.Height()
+	actor := tx.Actor()
+	for _, c := range calls {
+		var (
+			id   engine.TimerID
+			cost engine.Cost
+			err  error
+		)
+		switch c.Kind {
+		case "schedule":
+			height := c.Height
+			if c.InScript {
+				height = h + c.After
+			}
+			id, cost, err = tx.Schedule(height, c.Payload)
+			if err == nil && c.Label != "" {
+				rn.labels[c.Label] = id
+			}
+		case "cancel":
+			target, ok := rn.target(c)
+			if !ok {
+				return rn.fail("calls[%d]: label %q was never bound", c.Index, c.Timer)
+			}
+			cost, err = tx.Cancel(target)
+		default:
+			return rn.fail("calls[%d]: %s: %v under policy fifo", c.Index, c.Kind, ErrUnsupported)
+		}
+		ev := rn.ev.begin("call", h).raw("actor", engine.Address(actor).String()).uint("nonce", tx.Nonce()).int("index", c.Index).str("call", c.Kind)
+		if err != nil {
+			name := engine.ErrorName(err)
+			if name == "" {
+				return rn.fail("calls[%d]: %v", c.Index, err)
+			}
+			ev.bool("ok", false).str("error", name)
+		} else {
+			ev.bool("ok", true)
+			if c.Kind == "schedule" {
+				ev.hex("timer_id", id[:])
+			}
+			ev.uint("cycles", cost.Cycles).uint("cells", cost.Cells)
+		}
+		if from != nil {
+			ev.hex("from_timer", from[:])
+		}
+		ev.end()
+		rn.events++
+	}
+	return nil
+}
+
+// target resolves the timer a cancel names. An id that is not 32 bytes
+// names no timer: it is simply unknown.
+func (rn *runner) target(c trace.Call) (engine.TimerID, bool) {
+	if c.ByLabel {
+		id, ok := rn.labels[c.Timer]
+		return id, ok
+	}
+	var id engine.TimerID
+	if len(c.TimerID) == len(id) {
+		copy(id[:], c.TimerID)
+	} else {
+		id[0] = 0xff // unknown: no pending timer can have this id by chance
+		copy(id[1:], []byte("timerlane:not-32-bytes"))
+	}
+	return id, true
+}
+
+// Execute runs the handler script of a fired timer (engine.Executor).
+func (rn *runner) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	rn.events++
+	rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
+		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
+		uint("cells_limit", d.CellsLimit).hex("origin", d.Origin[:]).raw("sender", d.Sender.String()).end()
+	s := rn.scripts[scriptKey{d.Actor, string(d.Handler)}]
+	if s == nil {
+		s = &script{cycles: 10000}
+	}
+	tx.SetNonce(rn.nonces[d.Actor])
+	from := d.TimerID
+	if err := rn.calls(tx, s.calls, &from); err != nil && rn.failure == nil {
+		rn.failure = err
+	}
+	u := engine.Usage{Cycles: s.cycles, Cells: s.cells}
+	if s.revert {
+		return u, errScriptRevert
+	}
+	return u, nil
+}
+
+var errScriptRevert = errors.New("handler script reverts")
+
+// Fired prints the revert of a handler that reverted (engine.Observer).
+func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
+	if r.Reverted {
+		rn.ev.begin("revert", d.Block).raw("actor", d.Actor.String()).uint("nonce", rn.nonces[d.Actor]).end()
+	}
+}
+
+// String names the runner in panics.
+func (rn *runner) String() string { return fmt.Sprintf("replay at line %d", rn.line) }
