@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 )
 
@@ -46,11 +47,12 @@ func (ev *event) bool(k string, v bool) *event {
 	return ev
 }
 
-// str writes a string value; s must need no escaping beyond what strconv
-// gives (handler names and error names).
+// str writes s as a JSON string. Handler names are decoded JSON strings
+// and may hold any character.
 func (ev *event) str(k, s string) *event {
 	ev.key(k)
-	ev.w.Write(strconv.AppendQuote(nil, s))
+	b, _ := json.Marshal(s) // cannot fail for a string
+	ev.w.Write(b)
 	return ev
 }
 

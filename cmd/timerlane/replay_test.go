@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	a     = `"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"`
+	sched = `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2}]}`
+)
+
+func replayString(t *testing.T, trace string) (code int, stdout, stderr string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.trace.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(trace), 0o644))
+	var out, errb bytes.Buffer
+	code = run([]string{"replay", p}, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestReplayTraceErrors(t *testing.T) {
+	tests := []struct {
+		name, trace, want string
+	}{
+		{"not json", "{op", "line 1: not JSON"},
+		{"not an object", `[1]`, "line 1: not a JSON object"},
+		{"two values", `{"op":"end"} {}`, "line 1: more than one JSON value"},
+		{"unknown op", `{"op":"jump"}`, `line 1: unknown op "jump"`},
+		{"missing op", `{"height":1}`, `line 1: missing "op"`},
+		{"unknown field", `{"op":"block","height":1,"colour":"red"}`, `line 1: op block: unknown field "colour"`},
+		{"repeated key", `{"op":"block","height":1,"height":2}`, `line 1: repeated key "height"`},
+		{"wrong type", `{"op":"block","height":"1"}`, "line 1: height: must be an integer, not a string"},
+		{"fraction", `{"op":"block","height":1.5}`, "line 1: height: 1.5: must be an integer"},
+		{"negative", `{"op":"block","height":-1}`, "out of range"},
+		{"too big", `{"op":"block","height":9223372036854775808}`, "out of range 0 .. 2^63-1"},
+		{"height zero", `{"op":"block","height":0}`, "line 1: block height 0"},
+		{"bad address", `{"op":"tx","actor":"0xaa","nonce":1,"calls":[]}`, "line 1: actor: address of 1 bytes, want 20"},
+		{"odd hex", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"payload":"0x123"}]}`, "line 2: calls[0]: payload: \"0x123\": odd number of hex digits"},
+		{"no 0x", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"payload":"1234"}]}`, "must be 0x followed by hex digits"},
+		{"unknown call", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"fly"}]}`, `line 2: calls[0]: unknown call "fly"`},
+		{"fee field under fifo", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"gas_limit":5}]}`, `fee field "gas_limit" needs policy lane`},
+		{"extend under fifo", `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"extend","timer":"x","expires_at":5}]}`, "call extend needs policy lane"},
+		{"gba under fifo", `{"op":"gba","actor":` + a + `,"max_fee_per_cycle":"1","max_priority_fee_per_cycle":"1"}`, "op gba needs policy lane"},
+		{"system under fifo", `{"op":"system","call":"cancel","timer_id":"0x00"}`, "op system needs policy lane"},
+		{"lane key under fifo", `{"op":"config","lane_timer_cycles":5}`, "lane_timer_cycles: needs policy lane"},
+		{"config not first", "{\"op\":\"fund\",\"account\":" + a + ",\"amount\":\"1\"}\n{\"op\":\"config\"}", "line 2: config must be the first op"},
+		{"bad layout", `{"op":"config","ring_size":3}`, "line 1: config: timerlane: invalid config: ring_size 3"},
+		{"epoch longer than ring", `{"op":"config","ring_size":4,"epoch_length":8}`, "epoch_length 8"},
+		{"bad amount", `{"op":"fund","account":` + a + `,"amount":"01"}`, `amount: "01": must be a decimal string`},
+		{"amount too big", `{"op":"fund","account":` + a + `,"amount":"340282366920938463463374607431768211456"}`, "out of range 0 .. 2^128-1"},
+		{"block out of sequence", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"end\"}\n{\"op\":\"block\",\"height\":7}", "line 3: block 7: expected height 6"},
+		{"block inside block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"block\",\"height\":6}", "line 2: block 6: block 5 has not ended"},
+		{"tx outside block", sched, "line 1: tx outside a block"},
+		{"end without block", `{"op":"end"}`, "line 1: end without an open block"},
+		{"ends inside block", "{\"op\":\"block\",\"height\":5}\n" + sched, "the trace ends inside block 5"},
+		{"advance backwards", "{\"op\":\"advance\",\"to\":5}\n{\"op\":\"advance\",\"to\":5}", "line 2: advance to 5: not above the current height 5"},
+		{"advance inside block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"advance\",\"to\":9}", "line 2: advance inside open block 5"},
+		{"label never bound", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"nope"}]}`, `line 2: calls[0]: label "nope" was never bound`},
+		{"both ids", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"x","timer_id":"0x00"}]}`, "give timer_id or timer, not both"},
+		{"rollback not yet", "{\"op\":\"advance\",\"to\":3}\n{\"op\":\"rollback\",\"to\":2}", "line 2: rollback: not supported yet"},
+		{"lane not yet", `{"op":"config","policy":"lane"}`, "line 1: policy lane: not supported yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := replayString(t, tt.trace)
+			require.Equal(t, 2, code, stderr)
+			require.Contains(t, stderr, tt.want)
+			require.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr")
+		})
+	}
+}
+
+func TestReplayKeepsEventsBeforeAnError(t *testing.T) {
+	trace := "# comment\n\n{\"op\":\"block\",\"height\":1}\n" + sched + "\n{\"op\":\"end\"}\n{\"op\":\"bogus\"}\n"
+	code, stdout, stderr := replayString(t, trace)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "line 6: unknown op")
+	require.Equal(t, 2, strings.Count(stdout, "\n"), "the call and block events stay printed")
+}
+
+func TestReplayUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, run([]string{"replay"}, &out, &errb))
+	require.Contains(t, errb.String(), "usage: timerlane replay TRACE")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"replay", filepath.Join(t.TempDir(), "missing")}, &out, &errb))
+	require.Contains(t, errb.String(), "no such file")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"frobnicate"}, &out, &errb))
+	require.Contains(t, errb.String(), `unknown command "frobnicate"`)
+	require.Equal(t, 0, run([]string{"help"}, &out, &errb))
+	require.Contains(t, out.String(), "timerlane replay TRACE")
+}
