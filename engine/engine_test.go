@@ -483,4 +483,6 @@ func TestMillionAtOneHeight(t *testing.T) {
 
 type executorFunc func(*engine.Tx, *engine.Delivery) (engine.Usage, error)
 
-func (f executorFunc) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) { return f(tx, d) }
+func (f executorFunc) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	return f(tx, d)
+}

@@ -8,7 +8,7 @@ type Address [20]byte
 // TimerID is the 32-byte id of a timer (CIP-5 §3.3).
 type TimerID [32]byte
 
-func (a Address) String() string { return "0x" + hex.EncodeToString(a[:]) }
+func (a Address) String() string  { return "0x" + hex.EncodeToString(a[:]) }
 func (id TimerID) String() string { return "0x" + hex.EncodeToString(id[:]) }
 
 // Cost is what a call charges: cycles and cells (CIP-5 §6.1).

@@ -47,6 +47,5 @@ func (r *Ring) Take(h uint64) List {
 	return l
 }
 
-
 // Bucket returns the bucket of height h (read-only use).
 func (r *Ring) Bucket(h uint64) *List { return &r.buckets[h&r.mask] }
