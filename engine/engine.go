@@ -58,11 +58,12 @@ type Engine struct {
 	seq     uint64 // insertion sequence of the next timer
 	pending int
 
-	tx   Tx
-	undo []undo
-	due  []uint32
-	del  Delivery
-	obs  Observer
+	policy policy
+	tx     Tx
+	undo   []undo
+	due    []uint32
+	del    Delivery
+	obs    Observer
 
 	keccak  hash.Hash
 	pre     [36]byte // actor || height (id preimage head)
@@ -84,7 +85,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	e := &Engine{cfg: cfg, q: q, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1}
+	e := &Engine{cfg: cfg, q: q, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1}
 	e.ids = newIDIndex(func(n uint32) *TimerID { return &e.recs.At(n).id })
 	e.recs.Ensure(0)
 	e.tx.e = e
@@ -141,10 +142,10 @@ func (e *Engine) openTx(actor Address, nonce uint64, handler bool) {
 	e.undo = e.undo[:0]
 }
 
-// EndBlock delivers the timers due at the open block's height: they are
-// all taken out of the pending set first, then each fires in FIFO order
-// (CIP-5 §5.1) through x, its handler's calls committing or reverting as a
-// unit.
+// EndBlock delivers the timers due at the open block's height. The tiers
+// hand over the due timers in FIFO order; the engine's policy decides what
+// fires, in what order, and (for fee-charging policies) what is deferred or
+// collected. Each fire's handler calls commit or revert as a unit.
 func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	if e.phase != phaseTxs {
 		return BlockResult{}, ErrNoBlock
@@ -152,25 +153,51 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	if e.tx.open {
 		return BlockResult{}, ErrTxOpen
 	}
-	l := e.q.Take()
-	due := e.due[:0]
-	for i := l.Head; i != ring.Nil; i = e.q.A.Next(i) {
-		r := e.recs.At(i)
-		e.ids.del(&r.id)
-		e.actors.recs[r.actor].pending--
-		r.state = stFiring
-		due = append(due, i)
-	}
-	e.pending -= len(due)
-	for _, i := range due {
-		e.fire(x, i)
-	}
-	clear(due) // no stale node indices survive in the buffer
-	e.due = due[:0]
+	res := e.policy.endBlock(e, x, e.q.Take())
+	res.Height, res.Pending = e.height, e.pending
 	e.phase = phaseEnded
-	return BlockResult{Height: e.height, Fired: len(due), Pending: e.pending}, nil
+	return res, nil
 }
 
+// A policy decides, at end of block, what happens to the due timers. It
+// receives them as a list of nodes already out of the tiers, and works
+// through the engine's take, fire and release steps; it never touches the
+// tiers.
+type policy interface {
+	endBlock(e *Engine, x Executor, due ring.List) BlockResult
+}
+
+// fifo is CIP-5 as implemented: every due timer is first taken out of the
+// pending set, then each fires in insertion order (CIP-5 §5.1).
+type fifo struct{}
+
+func (fifo) endBlock(e *Engine, x Executor, due ring.List) BlockResult {
+	order := e.due[:0]
+	for i := due.Head; i != ring.Nil; i = e.q.A.Next(i) {
+		e.take(i)
+		order = append(order, i)
+	}
+	for _, i := range order {
+		e.fire(x, i)
+		e.release(i)
+	}
+	clear(order) // no stale node index survives in the buffer
+	e.due = order[:0]
+	return BlockResult{Fired: len(order)}
+}
+
+// take removes a due timer from the pending set: its id is no longer
+// pending and it no longer counts toward its actor's cap.
+func (e *Engine) take(i uint32) {
+	r := e.recs.At(i)
+	e.ids.del(&r.id)
+	e.actors.recs[r.actor].pending--
+	e.pending--
+	r.state = stFiring
+}
+
+// fire delivers taken timer i through x as a deferred transaction (CIP-5
+// §5.2) and commits or reverts its handler's calls.
 func (e *Engine) fire(x Executor, i uint32) {
 	r := e.recs.At(i)
 	n := e.q.A.At(i)
@@ -201,7 +228,6 @@ func (e *Engine) fire(x Executor, i uint32) {
 		e.obs.Fired(d, res)
 	}
 	d.Handler, d.Payload = nil, nil
-	e.release(i)
 }
 
 // Commit seals the ended block.
