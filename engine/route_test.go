@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"testing"
+)
+
+func TestRoute(t *testing.T) {
+	tests := []struct {
+		payload string
+		routed  bool
+		handler string
+		body    string
+	}{
+		{`{"_handler":"settle","_payload":"aGVsbG8="}`, true, "settle", "hello"},
+		{`{"_handler":"settle","_payload":""}`, true, "settle", ""},
+		{` {"_payload":"aGk=", "_handler" : "h" } `, true, "h", "hi"},
+		{`{"_handler":"h","_payload":"aGk=","n":-1.5e3,"t":true,"f":false,"z":null,"a":[{"b":"}"}]}`, true, "h", "hi"},
+		{`{"a":"]","_handler":"h","_payload":"aGk="}`, true, "h", "hi"},
+		{`{"_handler":"","_payload":"aGk="}`, true, "", "hi"},
+		{`{"_handler":"settle","_payload":"aGVsbG8"}`, false, "", ""},
+		{`{"_handler":"settle","_payload":"aGVs-G8="}`, false, "", ""},
+		{`{"_handler":"settle"}`, false, "", ""},
+		{`{"_payload":"aGk="}`, false, "", ""},
+		{`{"_handler":7,"_payload":"aGk="}`, false, "", ""},
+		{`{"_handler":"h","_payload":7}`, false, "", ""},
+		{`["_handler","settle"]`, false, "", ""},
+		{`hello`, false, "", ""},
+		{``, false, "", ""},
+		{`{"_handler":"h","_payload":"aGk="`, false, "", ""},
+		{`{"_handler":"h","_payload":"a=Gk"}`, false, "", ""},
+		{`{"_handler":"h","_payload":"aG=="}`, true, "h", "h"},
+		{`{"_handler":"h","_payload":"a==="}`, false, "", ""},
+		{"{\"_handler\":\"h\",\"_payload\":\"aGk=\"}\x00", false, "", ""},
+		{`{"_handler":"h\u00e9","_payload":"aGk="}`, true, "hé", "hi"},
+		{`{"_handler":"a","_handler":"b","_payload":"aGk="}`, true, "b", "hi"},
+		{`{"_handler":"a","_payload":"aGk=","_payload":""}`, true, "a", ""},
+	}
+	var scratch []byte
+	for _, tt := range tests {
+		rt := route([]byte(tt.payload), &scratch)
+		if rt.routed != tt.routed {
+			t.Errorf("%s: routed = %v, want %v", tt.payload, rt.routed, tt.routed)
+			continue
+		}
+		if !rt.routed {
+			if string(rt.body) != tt.payload {
+				t.Errorf("%s: body %q, want the payload unchanged", tt.payload, rt.body)
+			}
+			continue
+		}
+		if string(rt.handler) != tt.handler || string(rt.body) != tt.body {
+			t.Errorf("%s: got (%q, %q), want (%q, %q)", tt.payload, rt.handler, rt.body, tt.handler, tt.body)
+		}
+	}
+}
+
+func BenchmarkRoute(b *testing.B) {
+	for _, p := range []string{"", "\x01\x02\x03\x04", `{"_handler":"tick","_payload":""}`, `{"_handler":"settle","_payload":"aGVsbG8gd29ybGQ="}`} {
+		b.Run("len="+string(rune('0'+len(p)/10)), func(b *testing.B) {
+			var scratch []byte
+			payload := []byte(p)
+			b.ReportAllocs()
+			for b.Loop() {
+				route(payload, &scratch)
+			}
+		})
+	}
+}
