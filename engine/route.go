@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"unicode/utf8"
@@ -41,47 +40,76 @@ func route(p []byte, scratch *[]byte) routing {
 
 // routingFields returns the decoded string values of the top-level keys
 // _handler and _payload of p when p is valid UTF-8 holding exactly one JSON
-// object in which both keys are strings. A repeated key counts with its last
-// value, as in encoding/json, JavaScript and Python.
+// object (RFC 8259) in which both keys are strings. A repeated key counts
+// with its last value, as in encoding/json, JavaScript and Python.
+//
+// It validates and extracts in one pass, allocating nothing; only when one
+// of the keys or values it needs holds an escape does it decode with
+// encoding/json.
 func routingFields(p []byte) (handler, payload []byte, ok bool) {
 	i := skipSpace(p, 0)
-	if i == len(p) || p[i] != '{' || !utf8.Valid(p) || !json.Valid(p) {
+	if i == len(p) || p[i] != '{' || !utf8.Valid(p) {
 		return nil, nil, false
 	}
-	if bytes.IndexByte(p, '\\') >= 0 {
-		return routingFieldsEscaped(p)
+	var hs, ps, escaped bool
+	i = skipSpace(p, i+1)
+	if i < len(p) && p[i] == '}' {
+		i++
+	} else {
+		for {
+			k0, k1, kesc, ok := scanString(p, i)
+			if !ok {
+				return nil, nil, false
+			}
+			i = skipSpace(p, k1)
+			if i == len(p) || p[i] != ':' {
+				return nil, nil, false
+			}
+			v0 := skipSpace(p, i+1)
+			var vesc bool
+			if v0 < len(p) && p[v0] == '"' {
+				_, i, vesc, ok = scanString(p, v0)
+			} else {
+				i, ok = scanValue(p, v0, 2)
+			}
+			if !ok {
+				return nil, nil, false
+			}
+			key := p[k0+1 : k1-1]
+			isStr := p[v0] == '"'
+			switch {
+			case kesc:
+				escaped = true
+			case string(key) == "_handler":
+				hs, handler, escaped = isStr, p[v0+1:max(v0+1, i-1)], escaped || vesc
+			case string(key) == "_payload":
+				ps, payload, escaped = isStr, p[v0+1:max(v0+1, i-1)], escaped || vesc
+			}
+			i = skipSpace(p, i)
+			if i == len(p) {
+				return nil, nil, false
+			}
+			if p[i] == '}' {
+				i++
+				break
+			}
+			if p[i] != ',' {
+				return nil, nil, false
+			}
+			i = skipSpace(p, i+1)
+		}
 	}
-	// p is a valid object without escapes, so a string runs to the next quote.
-	var hs, ps bool
-	i++
-	for {
-		i = skipSpace(p, i)
-		if p[i] == '}' {
-			break
-		}
-		j := bytes.IndexByte(p[i+1:], '"') + i + 1
-		key := p[i+1 : j]
-		i = skipSpace(p, j+1) + 1 // past ':'
-		i = skipSpace(p, i)
-		end := skipValue(p, i)
-		isStr := p[i] == '"'
-		switch string(key) {
-		case "_handler":
-			hs, handler = isStr, p[i+1:max(i+1, end-1)]
-		case "_payload":
-			ps, payload = isStr, p[i+1:max(i+1, end-1)]
-		}
-		i = skipSpace(p, end)
-		if p[i] == '}' {
-			break
-		}
-		i++ // past ','
+	if skipSpace(p, i) != len(p) {
+		return nil, nil, false
+	}
+	if escaped {
+		return routingFieldsEscaped(p)
 	}
 	return handler, payload, hs && ps
 }
 
-// routingFieldsEscaped is the rare path for payloads with escapes: decode
-// with encoding/json, matching the keys exactly.
+// routingFieldsEscaped is the rare path for payloads whose routing keys or
+// values hold escapes: decode with encoding/json, matching keys exactly.
 func routingFieldsEscaped(p []byte) (handler, payload []byte, ok bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(p, &m) != nil {
@@ -103,33 +131,152 @@ func skipSpace(p []byte, i int) int {
 	return i
 }
 
-// skipValue returns the end of the valid JSON value at p[i] (no escapes).
-func skipValue(p []byte, i int) int {
-	depth := 0
-	for ; i < len(p); i++ {
-		switch p[i] {
-		case '"':
-			i += bytes.IndexByte(p[i+1:], '"') + 1
-			if depth == 0 {
-				return i + 1
+// maxDepth is encoding/json's limit on nested arrays and objects: a deeper
+// document is not valid JSON to it, so not to us either.
+const maxDepth = 10000
+
+// scanValue validates the JSON value at p[i], inside depth-1 enclosing
+// containers, and returns its end.
+func scanValue(p []byte, i, depth int) (int, bool) {
+	if i == len(p) {
+		return i, false
+	}
+	switch c := p[i]; {
+	case c == '"':
+		_, end, _, ok := scanString(p, i)
+		return end, ok
+	case c == '{' || c == '[':
+		if depth > maxDepth {
+			return i, false
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipSpace(p, i+1)
+		if i < len(p) && p[i] == closer {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if c == '{' {
+				if _, i, _, ok = scanString(p, i); !ok {
+					return i, false
+				}
+				if i = skipSpace(p, i); i == len(p) || p[i] != ':' {
+					return i, false
+				}
+				i = skipSpace(p, i+1)
 			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
+			if i, ok = scanValue(p, i, depth+1); !ok {
+				return i, false
 			}
-			depth--
-			if depth == 0 {
-				return i + 1
+			if i = skipSpace(p, i); i == len(p) {
+				return i, false
 			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
+			switch p[i] {
+			case closer:
+				return i + 1, true
+			case ',':
+				i = skipSpace(p, i+1)
+			default:
+				return i, false
+			}
+		}
+	case c == 't':
+		return literal(p, i, "true")
+	case c == 'f':
+		return literal(p, i, "false")
+	case c == 'n':
+		return literal(p, i, "null")
+	}
+	return scanNumber(p, i)
+}
+
+func literal(p []byte, i int, lit string) (int, bool) {
+	if len(p)-i >= len(lit) && string(p[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return i, false
+}
+
+// scanNumber validates -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(p []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(p) && '0' <= p[j] && p[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if i < len(p) && p[i] == '-' {
+		i++
+	}
+	if i < len(p) && p[i] == '0' {
+		i++
+	} else {
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	if i < len(p) && p[i] == '.' {
+		var ok bool
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(p) && (p[i] == 'e' || p[i] == 'E') {
+		i++
+		if i < len(p) && (p[i] == '+' || p[i] == '-') {
+			i++
+		}
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// scanString validates the JSON string starting at p[i] (a quote) and
+// returns its start and end (past the closing quote) and whether it holds
+// an escape. p is valid UTF-8 already.
+func scanString(p []byte, i int) (start, end int, escaped, ok bool) {
+	if i >= len(p) || p[i] != '"' {
+		return i, i, false, false
+	}
+	start = i
+	for i++; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '"':
+			return start, i + 1, escaped, true
+		case c < 0x20:
+			return start, i, escaped, false
+		case c == '\\':
+			escaped = true
+			i++
+			if i == len(p) {
+				return start, i, escaped, false
+			}
+			switch p[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(p)-i <= 4 {
+					return start, i, escaped, false
+				}
+				for _, h := range p[i+1 : i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return start, i, escaped, false
+					}
+				}
+				i += 4
+			default:
+				return start, i, escaped, false
 			}
 		}
 	}
-	return i
+	return start, i, escaped, false
 }
 
 // isPaddedBase64 reports whether b is standard base64 (RFC 4648 §4) with

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRoute(t *testing.T) {
@@ -64,5 +67,52 @@ func BenchmarkRoute(b *testing.B) {
 				route(payload, &scratch)
 			}
 		})
+	}
+}
+
+// referenceFields is routingFields written plainly with encoding/json.
+func referenceFields(p []byte) (handler, payload []byte, ok bool) {
+	i := skipSpace(p, 0)
+	if i == len(p) || p[i] != '{' || !utf8.Valid(p) || !json.Valid(p) {
+		return nil, nil, false
+	}
+	return routingFieldsEscaped(p)
+}
+
+// FuzzRoute checks the one-pass validator and extractor against
+// encoding/json on arbitrary payloads.
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{
+		`{"_handler":"settle","_payload":"aGVsbG8="}`, `{"a":[1,2,{"b":null}],"_handler":"x","_payload":""}`,
+		`{"_handler":"\u0041","_payload":"aGk="}`, `{"n":-0.5e+10}`, `{"n":01}`, `{"s":"\x"}`, `[{}]`, `{}`, ` {"a":"b"} `,
+		`{"_handler":"a","_handler":"b","_payload":""}`, "{\"a\":\"\x01\"}", `{"a":tru}`, `{"a":1.}`, `{"a":"\ud800"}`,
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		h, b, ok := routingFields(p)
+		wh, wb, wok := referenceFields(p)
+		if ok != wok || ok && (string(h) != string(wh) || string(b) != string(wb)) {
+			t.Fatalf("%q: got (%q, %q, %v), encoding/json says (%q, %q, %v)", p, h, b, ok, wh, wb, wok)
+		}
+		// Validity of arbitrary objects must agree too, routing or not.
+		if i := skipSpace(p, 0); i < len(p) && p[i] == '{' && utf8.Valid(p) {
+			end, vok := scanValue(p, i, 1)
+			vok = vok && skipSpace(p, end) == len(p)
+			if vok != json.Valid(p) {
+				t.Fatalf("%q: valid = %v, encoding/json says %v", p, vok, !vok)
+			}
+		}
+	})
+}
+
+func TestDeepNesting(t *testing.T) {
+	for _, d := range []int{9999, 10000, 10001} {
+		p := []byte(`{"_handler":"h","_payload":"","x":` + strings.Repeat("[", d-1) + strings.Repeat("]", d-1) + "}")
+		_, _, ok := routingFields(p)
+		if ok != json.Valid(p) {
+			t.Errorf("depth %d: routed = %v, json.Valid = %v", d, ok, json.Valid(p))
+		}
 	}
 }
