@@ -185,8 +185,9 @@ func (q *Queue) Advance(h uint64) {
 	oldRing, oldEpoch := q.ringLast(q.w), q.epochLast(q.w)
 	q.w = w
 	newRing, newEpoch := q.ringLast(w), q.epochLast(w)
-	// Epochs that leave the epoch tier for the ring, in epoch order.
-	for e := oldRing + 1; e <= newRing && e <= oldEpoch; e++ {
+	// Epochs that leave the epoch tier for the ring, in epoch order (a jump
+	// over an empty tier costs nothing, however many epochs it spans).
+	for e := oldRing + 1; e <= newRing && e <= oldEpoch && q.epochs.Len() > 0; e++ {
 		l := q.epochs.Take(e)
 		for i := l.PopFront(q.A); i != ring.Nil; i = l.PopFront(q.A) {
 			q.ring.Push(q.A, i)
