@@ -68,6 +68,7 @@ type Engine struct {
 	keccak  hash.Hash
 	pre     [36]byte // actor || height (id preimage head)
 	nonce   [8]byte
+	sum     [32]byte
 	scratch []byte
 }
 
@@ -299,7 +300,9 @@ func (e *Engine) timerID(out *TimerID, actor *Address, height uint64, payload []
 	e.keccak.Write(e.pre[:28])
 	e.keccak.Write(payload)
 	e.keccak.Write(e.nonce[:])
-	e.keccak.Sum(out[:0])
+	// Sum into the engine's buffer: a caller's array passed through the
+	// hash.Hash interface would escape to the heap on every call.
+	*out = TimerID(e.keccak.Sum(e.sum[:0]))
 }
 
 // Timer is a read-only copy of a pending timer.
@@ -338,7 +341,10 @@ func (e *Engine) PendingOf(actor Address) int {
 	return int(n)
 }
 
-// Stats describes the engine's memory and tiers.
+// Stats describes the engine's tiers and the memory of its slabs: the
+// node arena and timer records, the id index and the payload store. The
+// overflow B-tree's nodes and the actor map are not counted; measure the
+// heap (runtime.MemStats) for the whole.
 type Stats struct {
 	Pending                           int
 	Actors                            int
