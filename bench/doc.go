@@ -1,0 +1,43 @@
+// Package bench holds timerlane's benchmarks; it has no code of its own.
+//
+// BenchmarkHold is the classic hold model of priority queues: n timers stay
+// resident; one op pops the next timer due at the current height (moving
+// the height on block by block while nothing is due) and re-inserts it gap
+// blocks later. Every implementation stores and returns the same 24-byte
+// item (height, seq, val) and pops in (height, seq) order, which
+// TestHoldEquivalent checks. Implementations: calendar (ours,
+// internal/calendar), heap (hand-written binary heap), container_heap,
+// btree (tidwall/btree ordered map, Aptos' BigOrderedMap approach) and
+// map_slices (height -> slice, CIP-5's node layout). Gaps: exp (geometric,
+// mean 1024), uniform (1..2000) and bimodal (90% 1..64, 10%
+// 50,000..500,000, through the epoch and overflow tiers). Residents start
+// in the model's equilibrium, so no warm-up is needed. allocs/Mop is the
+// exact allocation count per million ops, which allocs/op truncates.
+//
+// Engine benchmarks, through the public API with a no-op Executor:
+//
+//   - BenchmarkKeccak: keccak256 of a timer id's preimage, the floor of
+//     Schedule.
+//   - BenchmarkSchedule: one successful Schedule, pending count steady.
+//   - BenchmarkCancel: one Cancel and its share of the Commit that unlinks
+//     it, 10k (warm) or 1M (cold) pending in the tier named.
+//   - BenchmarkEndBlock: one block's EndBlock, Commit and next BeginBlock;
+//     ns/timer is per delivered timer.
+//   - BenchmarkPendingBytes: live heap per pending timer (B/timer) with 1M
+//     timers, empty payloads, 10,000 actors, heights a third in each tier.
+//
+// alloc_test.go checks, in a few milliseconds, that Schedule, Cancel and
+// end of block allocate nothing in steady state; it runs with go test.
+//
+// Run (about 10 minutes on 2 cores):
+//
+//	go test ./bench -run '^$' -bench . -benchmem -count 6 | tee out.txt
+//	benchstat -col /impl -filter '.name:Hold' out.txt
+//	benchstat out.txt
+//
+// The 4M-resident hold runs only when named, and not with -short:
+//
+//	go test ./bench -run '^$' -bench 'Hold/.*/n=4000000/' -count 6
+//
+// Use -benchtime 1x for BenchmarkPendingBytes alone: one op builds 1M timers.
+package bench

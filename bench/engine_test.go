@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"golang.org/x/crypto/sha3"
+
+	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/calendar"
+)
+
+var (
+	payloadSizes = []int{0, 32}
+	pendingSizes = []int{10_000, 1_000_000}
+)
+
+// payload returns n bytes that are not a routing payload.
+func payload(n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte('a' + i%26)
+	}
+	return p
+}
+
+// BenchmarkKeccak is the baseline of Schedule: one keccak256 of a timer id's
+// preimage, actor[20] || height[8] || payload || nonce[8].
+func BenchmarkKeccak(b *testing.B) {
+	for _, n := range payloadSizes {
+		b.Run(fmt.Sprintf("payload=%d", n), func(b *testing.B) {
+			h := sha3.NewLegacyKeccak256()
+			pre := make([]byte, 20+8+n+8)
+			out := make([]byte, 0, 32)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.Reset()
+				h.Write(pre)
+				out = h.Sum(out[:0])
+			}
+		})
+	}
+}
+
+// BenchmarkSchedule: one op is one successful Schedule call with about
+// `pending` timers pending, perTx calls per transaction (Begin and Commit
+// are in the time, 1/64th each per op). Ending the block, which fires as
+// many timers as the block scheduled, is out of the time.
+func BenchmarkSchedule(b *testing.B) {
+	for _, n := range pendingSizes {
+		for _, p := range payloadSizes {
+			b.Run(fmt.Sprintf("pending=%d/payload=%d", n, p), func(b *testing.B) {
+				s := newSteady(b, n, payload(p))
+				b.ReportAllocs()
+				for b.Loop() {
+					if s.inBlock == perBlock {
+						b.StopTimer()
+						s.closeTx()
+						s.next()
+						b.StartTimer()
+					}
+					s.schedule()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCancel: one op is one Cancel call and its share of the Commit
+// that unlinks the timer from its tier, with `pending` timers pending in the
+// tier named, cancelled oldest first (at 1M their memory is cold).
+// Scheduling the replacements is out of the time.
+func BenchmarkCancel(b *testing.B) {
+	tiers := []struct {
+		name string
+		t    calendar.Tier
+	}{{"ring", calendar.TierRing}, {"epoch", calendar.TierEpoch}, {"overflow", calendar.TierOverflow}}
+	for _, n := range []int{10 * perBlock, 1 << 20} { // multiples of perBlock
+		for _, tr := range tiers {
+			b.Run(fmt.Sprintf("pending=%d/tier=%s", n, tr.name), func(b *testing.B) {
+				c := newCanceller(b, tierHeights(tr.t, n))
+				b.ReportAllocs()
+				for b.Loop() {
+					if c.k%perBlock == 0 && c.k > 0 {
+						b.StopTimer()
+						c.closeTx()
+						c.refill(perBlock)
+						b.StartTimer()
+					}
+					c.cancel()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkEndBlock: one op is one block's EndBlock with a no-op Executor,
+// Commit and the next BeginBlock, delivering about perBlock due timers with
+// about `pending` timers pending; ns/timer is the cost per delivered timer.
+// Scheduling the block's timers is out of the time.
+func BenchmarkEndBlock(b *testing.B) {
+	for _, n := range pendingSizes {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			s := newSteady(b, n, nil)
+			fired := s.fired
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				s.fill()
+				b.StartTimer()
+				s.next()
+			}
+			fired = s.fired - fired
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(fired), "ns/timer")
+			b.ReportMetric(float64(fired)/float64(b.N), "timers/op")
+		})
+	}
+}
+
+// BenchmarkPendingBytes measures the live heap that 1M pending timers with
+// empty payloads hold: 10,000 actors with 100 each, their heights a third
+// in each tier. One op builds the engine; B/timer is the figure.
+func BenchmarkPendingBytes(b *testing.B) {
+	const actorCount, each = 10_000, 100
+	const total = actorCount * each
+	r := rand.New(rand.NewPCG(8, 9))
+	tiers := [][]uint64{
+		tierHeights(calendar.TierRing, total/3),
+		tierHeights(calendar.TierEpoch, total/3),
+		tierHeights(calendar.TierOverflow, total-2*(total/3)),
+	}
+	heights := make([]uint64, 0, total)
+	for _, t := range tiers {
+		heights = append(heights, t...)
+	}
+	r.Shuffle(len(heights), func(i, j int) { heights[i], heights[j] = heights[j], heights[i] })
+	addrs := make([]engine.Address, actorCount)
+	for i := range addrs {
+		addrs[i][0] = 0xbe
+		addrs[i][1], addrs[i][2] = byte(i>>8), byte(i)
+	}
+
+	var perTimer, arena, index float64
+	var before, after runtime.MemStats
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e := newEngine(b)
+		if err := e.BeginBlock(1); err != nil {
+			b.Fatal(err)
+		}
+		for a := range actorCount {
+			tx, err := e.Begin(addrs[a], 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for k := range each {
+				tx.SetNonce(uint64(k)) // two timers of an actor may share a height
+				if _, _, err := tx.Schedule(heights[a*each+k], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		st := e.Stats()
+		if st.Pending != total {
+			b.Fatalf("%d pending, want %d", st.Pending, total)
+		}
+		perTimer = float64(after.HeapAlloc-before.HeapAlloc) / total
+		arena = float64(st.ArenaBytes) / total
+		index = float64(st.IndexBytes) / total
+		runtime.KeepAlive(e)
+	}
+	b.ReportMetric(perTimer, "B/timer")
+	b.ReportMetric(arena, "arena-B/timer")
+	b.ReportMetric(index, "index-B/timer")
+}

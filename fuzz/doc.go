@@ -1,0 +1,14 @@
+// Package fuzz holds the fuzz targets of timerlane (in its _test.go files):
+//
+//   - FuzzTierMigration: calendar inserts, removes and advances under a
+//     layout the input chooses, checked against a simple model;
+//   - FuzzEngineOps: schedule, cancel, revert, end-of-block and skip
+//     sequences on the engine under two layouts and a model of FORMAT.md;
+//   - FuzzTraceParser: arbitrary bytes through the trace reader and replay.
+//
+// Run one with
+//
+//	go test ./fuzz -run '^$' -fuzz FuzzName -fuzztime 60s
+//
+// Seed corpora live in testdata/fuzz/FuzzName/.
+package fuzz

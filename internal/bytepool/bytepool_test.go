@@ -1,0 +1,170 @@
+package bytepool
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestClassBoundaries(t *testing.T) {
+	tests := []struct {
+		n         int
+		classSize int
+	}{
+		{1, 16}, {15, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 64},
+		{1000, 1024}, {1024, 1024}, {1025, 2048},
+		{1<<19 + 1, 1 << 20}, {1<<20 - 1, 1 << 20}, {MaxLen, 1 << 20},
+	}
+	for _, tc := range tests {
+		var p Pool
+		ref, buf := p.Alloc(tc.n)
+		if ref == 0 {
+			t.Errorf("Alloc(%d) returned the empty reference", tc.n)
+		}
+		if len(buf) != tc.n || cap(buf) != tc.n {
+			t.Errorf("Alloc(%d): len %d cap %d", tc.n, len(buf), cap(buf))
+		}
+		if got := 1 << (classOf(tc.n) + minShift); got != tc.classSize {
+			t.Errorf("class of %d has size %d, want %d", tc.n, got, tc.classSize)
+		}
+		// The pool holds whole chunks of the class: at least one item.
+		if want := max(chunkBytes, tc.classSize); p.Bytes() != want {
+			t.Errorf("Alloc(%d): Bytes %d, want %d", tc.n, p.Bytes(), want)
+		}
+		// Every byte of the buffer is usable and read back through Get.
+		for i := range buf {
+			buf[i] = byte(i*7 + tc.n)
+		}
+		if !bytes.Equal(p.Get(ref, tc.n), buf) {
+			t.Errorf("Get(%d) differs from what was written", tc.n)
+		}
+	}
+}
+
+func TestEmptyReference(t *testing.T) {
+	var p Pool
+	if b := p.Get(0, 0); len(b) != 0 {
+		t.Fatalf("Get(0, 0) = %q", b)
+	}
+	r1, _ := p.Alloc(1)
+	p.Free(0) // no-op
+	p.Free(0)
+	r2, b2 := p.Alloc(1)
+	if r2 == r1 || r2 == 0 {
+		t.Fatalf("after Free(0): Alloc gave %d (first was %d)", r2, r1)
+	}
+	b2[0] = 1 // a real, writable slot
+	if p.Bytes() != chunkBytes {
+		t.Fatalf("Bytes %d after two small allocations", p.Bytes())
+	}
+}
+
+func TestFreeReuse(t *testing.T) {
+	tests := []struct {
+		name   string
+		n, m   int
+		reused bool
+	}{
+		{"same size", 5, 5, true},
+		{"same class 1 and 16", 1, 16, true},
+		{"same class 17 and 32", 17, 32, true},
+		{"16 then 17", 16, 17, false},
+		{"17 then 16", 17, 16, false},
+		{"largest class", MaxLen, 1<<19 + 1, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var p Pool
+			keep, kb := p.Alloc(tc.n) // a neighbour that must not be disturbed
+			for i := range kb {
+				kb[i] = 0xA5
+			}
+			ref, _ := p.Alloc(tc.n)
+			bytesBefore := p.Bytes()
+			p.Free(ref)
+			ref2, buf := p.Alloc(tc.m)
+			if (ref2 == ref) != tc.reused {
+				t.Fatalf("Alloc(%d) after Free of Alloc(%d): ref %d, first %d, want reuse=%v", tc.m, tc.n, ref2, ref, tc.reused)
+			}
+			if tc.reused && p.Bytes() != bytesBefore {
+				t.Fatalf("reuse grew the pool from %d to %d bytes", bytesBefore, p.Bytes())
+			}
+			for i := range buf {
+				buf[i] = 0x5A
+			}
+			for i, c := range p.Get(keep, tc.n) {
+				if c != 0xA5 {
+					t.Fatalf("neighbour byte %d overwritten", i)
+				}
+			}
+		})
+	}
+}
+
+func TestFreeIsLIFO(t *testing.T) {
+	var p Pool
+	a, _ := p.Alloc(8)
+	b, _ := p.Alloc(8)
+	c, _ := p.Alloc(8)
+	p.Free(a)
+	p.Free(c)
+	if got, _ := p.Alloc(8); got != c {
+		t.Fatalf("first reuse %d, want %d (last freed)", got, c)
+	}
+	if got, _ := p.Alloc(8); got != a {
+		t.Fatalf("second reuse %d, want %d", got, a)
+	}
+	if got, _ := p.Alloc(8); got == a || got == b || got == c {
+		t.Fatalf("new slot %d collides with a live one", got)
+	}
+}
+
+// TestContentsPreserved allocates, fills, frees and reallocates strings of
+// every class at random and checks that no live string ever changes.
+func TestContentsPreserved(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var p Pool
+	type live struct {
+		ref  uint32
+		data []byte
+	}
+	var all []live
+	liveRefs := map[uint32]bool{}
+	sizes := []int{1, 2, 15, 16, 17, 31, 32, 33, 100, 1000, 4096, 4097, 70000}
+	for step := 0; step < 20000; step++ {
+		if len(all) > 0 && rng.IntN(3) == 0 {
+			k := rng.IntN(len(all))
+			got := p.Get(all[k].ref, len(all[k].data))
+			if !bytes.Equal(got, all[k].data) {
+				t.Fatalf("step %d: string %d changed", step, all[k].ref)
+			}
+			p.Free(all[k].ref)
+			delete(liveRefs, all[k].ref)
+			all[k] = all[len(all)-1]
+			all = all[:len(all)-1]
+			continue
+		}
+		n := sizes[rng.IntN(len(sizes))]
+		if rng.IntN(2) == 0 {
+			n = 1 + rng.IntN(n)
+		}
+		ref, buf := p.Alloc(n)
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		copy(buf, data)
+		// Appending to the buffer must not spill into a neighbour.
+		_ = append(buf, 0xFF)
+		if liveRefs[ref] {
+			t.Fatalf("step %d: Alloc returned the live reference %d", step, ref)
+		}
+		liveRefs[ref] = true
+		all = append(all, live{ref, data})
+	}
+	for _, l := range all {
+		if !bytes.Equal(p.Get(l.ref, len(l.data)), l.data) {
+			t.Fatalf("string %d changed", l.ref)
+		}
+	}
+}
