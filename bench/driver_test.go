@@ -12,7 +12,7 @@ import (
 // noop is the Executor of the engine benchmarks: delivery cost only.
 type noop struct{}
 
-func (noop) Execute(*engine.Tx, *engine.Delivery) (engine.Usage, error) {
+func (noop) Execute(engine.Tx, *engine.Delivery) (engine.Usage, error) {
 	return engine.Usage{}, nil
 }
 
@@ -47,7 +47,7 @@ func newEngine(tb testing.TB) *engine.Engine {
 type steady struct {
 	tb      testing.TB
 	e       *engine.Engine
-	tx      *engine.Tx // nil between transactions
+	tx      engine.Tx // nil between transactions
 	payload []byte
 	delays  []uint64
 	nonce   uint64 // each schedule has its own, so no id repeats
@@ -79,7 +79,7 @@ func newSteady(tb testing.TB, pending int, payload []byte) *steady {
 // schedule makes one Schedule call, first moving to the next transaction
 // when the current one has made perTx calls.
 func (s *steady) schedule() {
-	if s.tx == nil || s.inTx == perTx {
+	if s.tx == (engine.Tx{}) || s.inTx == perTx {
 		s.closeTx()
 		tx, err := s.e.Begin(actors[s.actor%nActors], 0)
 		if err != nil {
@@ -99,11 +99,11 @@ func (s *steady) schedule() {
 }
 
 func (s *steady) closeTx() {
-	if s.tx != nil {
+	if s.tx != (engine.Tx{}) {
 		if err := s.tx.Commit(); err != nil {
 			s.tb.Fatal(err)
 		}
-		s.tx = nil
+		s.tx = engine.Tx{}
 	}
 }
 
@@ -156,7 +156,7 @@ func tierHeights(tier calendar.Tier, n int) []uint64 {
 type canceller struct {
 	tb      testing.TB
 	e       *engine.Engine
-	tx      *engine.Tx
+	tx      engine.Tx
 	ids     []engine.TimerID // slot k: the timer of group k/perTx
 	heights []uint64         // a slot's height; len(heights) == len(ids)
 	nonce   uint64
@@ -222,10 +222,10 @@ func (c *canceller) cancel() {
 }
 
 func (c *canceller) closeTx() {
-	if c.tx != nil {
+	if c.tx != (engine.Tx{}) {
 		if err := c.tx.Commit(); err != nil {
 			c.tb.Fatal(err)
 		}
-		c.tx = nil
+		c.tx = engine.Tx{}
 	}
 }

@@ -59,7 +59,7 @@ type Engine struct {
 	pending int
 
 	policy policy
-	tx     Tx
+	txs    txState // the open transaction, if any
 	undo   []undo
 	due    []uint32
 	del    Delivery
@@ -89,7 +89,6 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, q: q, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1}
 	e.ids = newIDIndex(func(n uint32) *TimerID { return &e.recs.At(n).id })
 	e.recs.Ensure(0)
-	e.tx.e = e
 	return e, nil
 }
 
@@ -127,20 +126,20 @@ func (e *Engine) BeginBlock(h uint64) error {
 // Begin opens a transaction of actor with the given nonce in the open
 // block. Its calls take effect as they are made; Commit keeps them, Revert
 // undoes all of them.
-func (e *Engine) Begin(actor Address, nonce uint64) (*Tx, error) {
+func (e *Engine) Begin(actor Address, nonce uint64) (Tx, error) {
 	if e.phase != phaseTxs {
-		return nil, ErrNoBlock
+		return Tx{}, ErrNoBlock
 	}
-	if e.tx.open {
-		return nil, ErrTxOpen
+	if e.txs.open {
+		return Tx{}, ErrTxOpen
 	}
-	e.openTx(actor, nonce, false)
-	return &e.tx, nil
+	return e.openTx(actor, nonce, false), nil
 }
 
-func (e *Engine) openTx(actor Address, nonce uint64, handler bool) {
-	e.tx = Tx{e: e, actor: actor, nonce: nonce, open: true, handler: handler, seq0: e.seq}
+func (e *Engine) openTx(actor Address, nonce uint64, handler bool) Tx {
+	e.txs = txState{gen: e.txs.gen + 1, actor: actor, nonce: nonce, open: true, handler: handler, seq0: e.seq}
 	e.undo = e.undo[:0]
+	return Tx{e: e, gen: e.txs.gen}
 }
 
 // EndBlock delivers the timers due at the open block's height. The tiers
@@ -151,7 +150,7 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	if e.phase != phaseTxs {
 		return BlockResult{}, ErrNoBlock
 	}
-	if e.tx.open {
+	if e.txs.open {
 		return BlockResult{}, ErrTxOpen
 	}
 	res := e.policy.endBlock(e, x, e.q.Take())
@@ -215,15 +214,15 @@ func (e *Engine) fire(x Executor, i uint32) {
 	d.Height, d.Block = n.Height, e.height
 	d.CyclesLimit, d.CellsLimit = e.cfg.CyclesPerFire, e.cfg.CellsPerFire
 
-	e.openTx(d.Actor, 0, true)
-	e.tx.from, e.tx.hasFrom = r.id, true
-	u, err := x.Execute(&e.tx, d)
+	tx := e.openTx(d.Actor, 0, true)
+	e.txs.from, e.txs.hasFrom = r.id, true
+	u, err := x.Execute(tx, d)
 	res := FireResult{Usage: u, Err: err}
 	res.Reverted = err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
 	if res.Reverted {
-		e.tx.revert()
+		e.revertTx()
 	} else {
-		e.tx.commit()
+		e.commitTx()
 	}
 	if e.obs != nil {
 		e.obs.Fired(d, res)
@@ -261,8 +260,9 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	return e.height, nil
 }
 
-// schedule inserts a timer for tx's actor after every check has passed.
-func (e *Engine) schedule(actorIdx uint32, id *TimerID, height uint64, rt routing) {
+// schedule inserts a timer for the open transaction's actor after every
+// check has passed.
+func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
 	i := e.q.Insert(height, e.seq)
 	e.seq++
 	e.recs.Ensure(i)
@@ -273,8 +273,8 @@ func (e *Engine) schedule(actorIdx uint32, id *TimerID, height uint64, rt routin
 		copy(buf[copy(buf, rt.handler):], rt.body)
 		r.data = ref
 	}
-	r.actor = e.actors.ref(actorIdx, &e.tx.actor)
-	e.tx.actorIdx = r.actor
+	r.actor = e.actors.ref(s.actorIdx, &s.actor)
+	s.actorIdx = r.actor
 	e.actors.recs[r.actor].pending++
 	e.ids.put(id, i)
 	e.pending++

@@ -22,7 +22,7 @@ var (
 // recorder is an Executor that records deliveries and runs an optional hook.
 type recorder struct {
 	fired []fired
-	hook  func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error)
+	hook  func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error)
 }
 
 type fired struct {
@@ -34,7 +34,7 @@ type fired struct {
 	block   uint64
 }
 
-func (r *recorder) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+func (r *recorder) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	r.fired = append(r.fired, fired{d.TimerID, d.Actor, string(d.Handler), string(d.Payload), d.Height, d.Block})
 	if r.hook != nil {
 		return r.hook(tx, d)
@@ -54,7 +54,7 @@ func newEngine(t *testing.T, mod func(*engine.Config)) *engine.Engine {
 }
 
 // inBlock runs f in a committed transaction of actor in block h.
-func inBlock(t *testing.T, e *engine.Engine, h uint64, actor engine.Address, f func(tx *engine.Tx)) {
+func inBlock(t *testing.T, e *engine.Engine, h uint64, actor engine.Address, f func(tx engine.Tx)) {
 	t.Helper()
 	require.NoError(t, e.BeginBlock(h))
 	tx, err := e.Begin(actor, 1)
@@ -101,7 +101,7 @@ func TestScheduleEdges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEngine(t, func(c *engine.Config) { c.MaxPayloadBytes = 64; c.MaxHandlerBytes = 8 })
-			inBlock(t, e, cur-1, actorB, func(*engine.Tx) {})
+			inBlock(t, e, cur-1, actorB, func(engine.Tx) {})
 			require.NoError(t, e.BeginBlock(cur))
 			tx, err := e.Begin(actorA, 1)
 			require.NoError(t, err)
@@ -251,7 +251,7 @@ func TestHandlerRules(t *testing.T) {
 
 	require.NoError(t, e.BeginBlock(2))
 	var scheduled engine.TimerID
-	rec := &recorder{hook: func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	rec := &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		if d.TimerID != first {
 			return engine.Usage{}, errors.New("second handler reverts")
 		}
@@ -287,7 +287,7 @@ func TestHandlerOverLimitReverts(t *testing.T) {
 	_, _ = e.EndBlock(&recorder{})
 	require.NoError(t, e.Commit())
 	require.NoError(t, e.BeginBlock(2))
-	res, err := e.EndBlock(&recorder{hook: func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	res, err := e.EndBlock(&recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		_, _, err := tx.Schedule(5, nil)
 		require.NoError(t, err)
 		return engine.Usage{Cycles: d.CyclesLimit + 1}, nil
@@ -308,7 +308,7 @@ func TestDeliveryFields(t *testing.T) {
 	require.NoError(t, e.Commit())
 	require.NoError(t, e.BeginBlock(8))
 	var got engine.Delivery
-	_, err = e.EndBlock(&recorder{hook: func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	_, err = e.EndBlock(&recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		got = *d
 		got.Handler = bytes.Clone(d.Handler)
 		got.Payload = bytes.Clone(d.Payload)
@@ -467,7 +467,7 @@ func TestMillionAtOneHeight(t *testing.T) {
 	require.NoError(t, e.Commit())
 	require.NoError(t, e.BeginBlock(2))
 	count := 0
-	res, err := e.EndBlock(executorFunc(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	res, err := e.EndBlock(executorFunc(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		a, i := int(d.Payload[2])|int(d.Payload[3])<<8, int(d.Payload[0])|int(d.Payload[1])<<8
 		if a*1000+i != count {
 			t.Fatalf("delivery %d is timer %d of actor %d: out of order", count, i, a)
@@ -481,8 +481,8 @@ func TestMillionAtOneHeight(t *testing.T) {
 	require.Zero(t, e.Pending())
 }
 
-type executorFunc func(*engine.Tx, *engine.Delivery) (engine.Usage, error)
+type executorFunc func(engine.Tx, *engine.Delivery) (engine.Usage, error)
 
-func (f executorFunc) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+func (f executorFunc) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	return f(tx, d)
 }

@@ -12,7 +12,7 @@ var beat = []byte(`{"_handler":"tick","_payload":"YmVhdA=="}`)
 // node is the embedder's side: it runs the handler of each due timer.
 type node struct{}
 
-func (node) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+func (node) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	fmt.Printf("block %d: %s(%q) for %s\n", d.Block, d.Handler, d.Payload, d.Actor)
 	if string(d.Handler) == "tick" && d.Block < 30 {
 		// A heartbeat: the handler schedules its own next run.

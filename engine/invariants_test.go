@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -13,11 +12,11 @@ import (
 )
 
 // invExec adapts a function to engine.Executor.
-type invExec func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error)
+type invExec func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error)
 
-func (f invExec) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) { return f(tx, d) }
+func (f invExec) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) { return f(tx, d) }
 
-var invNoop = invExec(func(*engine.Tx, *engine.Delivery) (engine.Usage, error) { return engine.Usage{}, nil })
+var invNoop = invExec(func(engine.Tx, *engine.Delivery) (engine.Usage, error) { return engine.Usage{}, nil })
 
 func invEngine(t *testing.T, mod func(*engine.Config)) *engine.Engine {
 	t.Helper()
@@ -40,7 +39,7 @@ func invMust(t *testing.T, err error) {
 	}
 }
 
-func invSchedule(t *testing.T, tx *engine.Tx, h uint64, payload string) engine.TimerID {
+func invSchedule(t *testing.T, tx engine.Tx, h uint64, payload string) engine.TimerID {
 	t.Helper()
 	id, _, err := tx.Schedule(h, []byte(payload))
 	if err != nil {
@@ -50,7 +49,7 @@ func invSchedule(t *testing.T, tx *engine.Tx, h uint64, payload string) engine.T
 }
 
 // runBlock runs block h with one committed tx per function and ends it.
-func invBlock(t *testing.T, e *engine.Engine, h uint64, x engine.Executor, txs ...func(*engine.Tx)) engine.BlockResult {
+func invBlock(t *testing.T, e *engine.Engine, h uint64, x engine.Executor, txs ...func(engine.Tx)) engine.BlockResult {
 	t.Helper()
 	invMust(t, e.BeginBlock(h))
 	for k, f := range txs {
@@ -175,7 +174,7 @@ func TestInvClosedAndHandlerTx(t *testing.T) {
 	invMust(t, e.Commit())
 	invMust(t, e.BeginBlock(2))
 	calls := 0
-	_, err = e.EndBlock(invExec(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	_, err = e.EndBlock(invExec(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		calls++
 		if err := tx.Commit(); !errors.Is(err, engine.ErrHandlerTx) {
 			t.Errorf("handler Commit: %v", err)
@@ -261,7 +260,7 @@ func TestInvEndOfBlockRules(t *testing.T) {
 
 	invMust(t, e.BeginBlock(11))
 	var fired []engine.TimerID
-	_, err = e.EndBlock(invExec(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	_, err = e.EndBlock(invExec(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		fired = append(fired, d.TimerID)
 		if e.Pending() != len(fired)-1 {
 			t.Errorf("fire %d: Pending %d: due timers still pending", len(fired), e.Pending())
@@ -291,7 +290,7 @@ func TestInvEndOfBlockRules(t *testing.T) {
 	invMust(t, e.Commit())
 	invMust(t, e.BeginBlock(13))
 	fired = nil
-	_, err = e.EndBlock(invExec(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	_, err = e.EndBlock(invExec(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		fired = append(fired, d.TimerID)
 		return engine.Usage{}, nil
 	}))
@@ -327,7 +326,7 @@ func TestInvCancelDueInBlock(t *testing.T) {
 	}
 	invMust(t, tx.Commit())
 	var fired []engine.TimerID
-	res, err := e.EndBlock(invExec(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	res, err := e.EndBlock(invExec(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		fired = append(fired, d.TimerID)
 		return engine.Usage{}, nil
 	}))
@@ -375,7 +374,7 @@ func TestInvRevertRestoresState(t *testing.T) {
 	}
 	invMust(t, e.BeginBlock(5))
 	var fired []engine.TimerID
-	res, err := e.EndBlock(invExec(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	res, err := e.EndBlock(invExec(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		fired = append(fired, d.TimerID)
 		invSchedule(t, tx, 9, string(d.Payload))
 		return engine.Usage{Cells: d.CellsLimit + 1}, nil
@@ -392,7 +391,7 @@ func TestInvSteadyStateMemory(t *testing.T) {
 	e := invEngine(t, func(c *engine.Config) { c.RingSize, c.EpochLength, c.EpochCount = 16, 4, 2 })
 	var first engine.Stats
 	for h := uint64(1); h <= 400; h++ {
-		invBlock(t, e, h, invNoop, func(tx *engine.Tx) {
+		invBlock(t, e, h, invNoop, func(tx engine.Tx) {
 			for k := range 50 {
 				invSchedule(t, tx, h+1+uint64(k%40), fmt.Sprintf("payload %d of %d", k, h))
 			}
@@ -421,13 +420,13 @@ func TestInvTopOfChain(t *testing.T) {
 			_, err = e.SkipEmpty(math.MaxUint64 - 10)
 			invMust(t, err)
 			var want []engine.TimerID
-			invBlock(t, e, math.MaxUint64-9, invNoop, func(tx *engine.Tx) {
+			invBlock(t, e, math.MaxUint64-9, invNoop, func(tx engine.Tx) {
 				for x := uint64(0); x <= 5; x++ {
 					want = append(want, invSchedule(t, tx, math.MaxUint64-5+x, "a"), invSchedule(t, tx, math.MaxUint64-5+x, "b"))
 				}
 			})
 			var got []engine.TimerID
-			x := invExec(func(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+			x := invExec(func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 				if d.Height != d.Block {
 					t.Errorf("timer of %d fired at %d", d.Height, d.Block)
 				}
@@ -459,15 +458,11 @@ func TestInvTopOfChain(t *testing.T) {
 // height it returns is min(to, next due - 1) under every layout (the layout
 // is "speed and memory only, never behaviour").
 func TestInvSkipEmptyLayoutIndependent(t *testing.T) {
-	if os.Getenv("TIMERLANE_RUN_BUGS") != "1" {
-		t.Skip("BUG: Engine.SkipEmpty stops at the epoch start before a timer held in the epoch tier " +
-			"(calendar.Queue.NextAfter), so the height it returns depends on the layout; set TIMERLANE_RUN_BUGS=1 to run")
-	}
 	for _, l := range modelLayouts {
 		t.Run(fmt.Sprint(l), func(t *testing.T) {
 			e, err := engine.New(withLayout(engine.DefaultConfig(), l))
 			invMust(t, err)
-			invBlock(t, e, 1, invNoop, func(tx *engine.Tx) { invSchedule(t, tx, 30, "") })
+			invBlock(t, e, 1, invNoop, func(tx engine.Tx) { invSchedule(t, tx, 30, "") })
 			tests := []struct{ to, want uint64 }{{10, 10}, {29, 29}, {100, 29}}
 			for _, tc := range tests {
 				if h, err := e.SkipEmpty(tc.to); err != nil || h != tc.want {
@@ -482,10 +477,6 @@ func TestInvSkipEmptyLayoutIndependent(t *testing.T) {
 // closed (ErrTxClosed) even after the next transaction opens; it must never
 // act as that transaction, whose actor may be another.
 func TestInvStaleTxHandle(t *testing.T) {
-	if os.Getenv("TIMERLANE_RUN_BUGS") != "1" {
-		t.Skip("BUG: Engine.Begin returns the same *Tx (&e.tx) every time, so a stale handle acts as the " +
-			"next open transaction, of whatever actor; set TIMERLANE_RUN_BUGS=1 to run")
-	}
 	e := invEngine(t, nil)
 	invMust(t, e.BeginBlock(1))
 	stale, err := e.Begin(actors[0], 1)

@@ -392,7 +392,7 @@ func (r *engineRunner) fail(format string, args ...any) {
 	}
 }
 
-func (r *engineRunner) calls(where string, tx *engine.Tx, calls []mCall) {
+func (r *engineRunner) calls(where string, tx engine.Tx, calls []mCall) {
 	actor := actorIndex(tx.Actor())
 	for k, c := range calls {
 		var (
@@ -420,7 +420,7 @@ func (r *engineRunner) calls(where string, tx *engine.Tx, calls []mCall) {
 }
 
 // Execute runs the script of the next fire (engine.Executor).
-func (r *engineRunner) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+func (r *engineRunner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	actor := actorIndex(d.Actor)
 	r.log = append(r.log, logFire(d.TimerID, actor, d.Height, d.Block, string(d.Handler), d.Payload))
 	switch from, ok := tx.FromTimer(); {

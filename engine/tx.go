@@ -4,12 +4,21 @@ import "unsafe"
 
 const recSize = unsafe.Sizeof(rec{})
 
-// Tx is a transaction: a user transaction in the open block, or the
-// execution of a fired timer's handler. Its calls take effect at once, so
-// each sees the earlier ones; on revert all of them are undone. A Tx is
-// owned by the engine and valid until it is committed or reverted.
+// Tx is a handle on a transaction: a user transaction in the open block, or
+// the execution of a fired timer's handler. Its calls take effect at once,
+// so each sees the earlier ones; on revert all of them are undone. A handle
+// is valid until its transaction is committed or reverted; after that every
+// call on it returns ErrTxClosed, even once a later transaction is open.
+// The zero Tx is closed.
 type Tx struct {
-	e        *Engine
+	e   *Engine
+	gen uint64
+}
+
+// txState is the open transaction, kept in the engine so that handles
+// allocate nothing.
+type txState struct {
+	gen      uint64
 	actor    Address
 	actorIdx uint32
 	nonce    uint64
@@ -20,29 +29,57 @@ type Tx struct {
 	handler  bool
 }
 
+// state returns the open transaction that tx names.
+func (tx Tx) state() (*txState, error) {
+	if tx.e == nil || !tx.e.txs.open || tx.e.txs.gen != tx.gen {
+		return nil, ErrTxClosed
+	}
+	return &tx.e.txs, nil
+}
+
 // Actor is the actor whose calls the transaction makes.
-func (tx *Tx) Actor() Address { return tx.actor }
+func (tx Tx) Actor() Address {
+	if s, err := tx.state(); err == nil {
+		return s.actor
+	}
+	return Address{}
+}
 
 // Nonce is the nonce that the ids of timers scheduled in tx derive from.
-func (tx *Tx) Nonce() uint64 { return tx.nonce }
+func (tx Tx) Nonce() uint64 {
+	if s, err := tx.state(); err == nil {
+		return s.nonce
+	}
+	return 0
+}
 
 // SetNonce sets the nonce for the ids of later schedules; a handler's
 // transaction starts with 0 and its executor sets the actor's nonce.
-func (tx *Tx) SetNonce(n uint64) { tx.nonce = n }
+func (tx Tx) SetNonce(n uint64) {
+	if s, err := tx.state(); err == nil {
+		s.nonce = n
+	}
+}
 
 // FromTimer is the id of the timer whose handler runs in tx, if any.
-func (tx *Tx) FromTimer() (TimerID, bool) { return tx.from, tx.hasFrom }
+func (tx Tx) FromTimer() (TimerID, bool) {
+	if s, err := tx.state(); err == nil {
+		return s.from, s.hasFrom
+	}
+	return TimerID{}, false
+}
 
 // Schedule schedules a timer of tx's actor at height (CIP-5 §4). It returns
 // the timer's id and the cost of the call, or a *CallError. The checks run
 // in the order HeightNotInFuture, PayloadTooLarge, InvalidHandler,
 // TooManyTimers, DuplicateTimer.
-func (tx *Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
+func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 	var id TimerID
-	e := tx.e
-	if !tx.open {
-		return id, Cost{}, ErrTxClosed
+	s, err := tx.state()
+	if err != nil {
+		return id, Cost{}, err
 	}
+	e := tx.e
 	if height <= e.height {
 		return id, Cost{}, ErrHeightNotInFuture
 	}
@@ -53,35 +90,36 @@ func (tx *Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 	if rt.routed && (len(rt.handler) == 0 || len(rt.handler) > int(e.cfg.MaxHandlerBytes)) {
 		return id, Cost{}, ErrInvalidHandler
 	}
-	if tx.actorIdx == 0 {
-		tx.actorIdx, _ = e.actors.lookup(&tx.actor)
+	if s.actorIdx == 0 {
+		s.actorIdx, _ = e.actors.lookup(&s.actor)
 	}
-	if e.actors.recs[tx.actorIdx].pending >= e.cfg.MaxTimersPerActor {
+	if e.actors.recs[s.actorIdx].pending >= e.cfg.MaxTimersPerActor {
 		return id, Cost{}, ErrTooManyTimers
 	}
-	e.timerID(&id, &tx.actor, height, payload, tx.nonce)
+	e.timerID(&id, &s.actor, height, payload, s.nonce)
 	if _, dup := e.ids.get(&id); dup {
 		return id, Cost{}, ErrDuplicateTimer
 	}
-	e.schedule(tx.actorIdx, &id, height, rt)
+	e.schedule(s, &id, height, rt)
 	return id, Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}, nil
 }
 
 // Cancel cancels a pending timer of tx's actor: UnknownTimer if no timer
 // with id is pending, NotOwner if it is another actor's. A timer due in the
 // open block can be cancelled until end of block.
-func (tx *Tx) Cancel(id TimerID) (Cost, error) {
-	e := tx.e
-	if !tx.open {
-		return Cost{}, ErrTxClosed
+func (tx Tx) Cancel(id TimerID) (Cost, error) {
+	s, err := tx.state()
+	if err != nil {
+		return Cost{}, err
 	}
+	e := tx.e
 	i, ok := e.ids.get(&id)
 	if !ok {
 		return Cost{}, ErrUnknownTimer
 	}
 	r := e.recs.At(i)
 	a := &e.actors.recs[r.actor]
-	if a.addr != tx.actor {
+	if a.addr != s.actor {
 		return Cost{}, ErrNotOwner
 	}
 	e.ids.del(&id)
@@ -93,42 +131,42 @@ func (tx *Tx) Cancel(id TimerID) (Cost, error) {
 }
 
 // Commit keeps the transaction's effects.
-func (tx *Tx) Commit() error {
-	if !tx.open {
-		return ErrTxClosed
+func (tx Tx) Commit() error {
+	s, err := tx.state()
+	if err != nil {
+		return err
 	}
-	if tx.handler {
+	if s.handler {
 		return ErrHandlerTx
 	}
-	tx.commit()
+	tx.e.commitTx()
 	return nil
 }
 
 // Revert undoes every call of the transaction.
-func (tx *Tx) Revert() error {
-	if !tx.open {
-		return ErrTxClosed
+func (tx Tx) Revert() error {
+	s, err := tx.state()
+	if err != nil {
+		return err
 	}
-	if tx.handler {
+	if s.handler {
 		return ErrHandlerTx
 	}
-	tx.revert()
+	tx.e.revertTx()
 	return nil
 }
 
-func (tx *Tx) commit() {
-	e := tx.e
+func (e *Engine) commitTx() {
 	for _, u := range e.undo {
 		if u.cancelled {
 			e.q.Remove(u.node)
 			e.release(u.node)
 		}
 	}
-	tx.close()
+	e.closeTx()
 }
 
-func (tx *Tx) revert() {
-	e := tx.e
+func (e *Engine) revertTx() {
 	for k := len(e.undo) - 1; k >= 0; k-- {
 		u := e.undo[k]
 		r := e.recs.At(u.node)
@@ -145,11 +183,11 @@ func (tx *Tx) revert() {
 		e.q.Remove(u.node)
 		e.release(u.node)
 	}
-	e.seq = tx.seq0
-	tx.close()
+	e.seq = e.txs.seq0
+	e.closeTx()
 }
 
-func (tx *Tx) close() {
-	tx.open = false
-	tx.e.undo = tx.e.undo[:0]
+func (e *Engine) closeTx() {
+	e.txs.open = false
+	e.undo = e.undo[:0]
 }

@@ -48,7 +48,7 @@ type Delivery struct {
 // usage above d's limits, reverts the handler: none of its calls take effect,
 // and the timer is consumed all the same.
 type Executor interface {
-	Execute(tx *Tx, d *Delivery) (Usage, error)
+	Execute(tx Tx, d *Delivery) (Usage, error)
 }
 
 // FireResult is the outcome of one fire, reported to an Observer.

@@ -14,7 +14,7 @@ func TestNewBounds(t *testing.T) {
 		ok            bool
 	}{
 		{0, 1, false}, {1, 0, false}, {1, 1, true}, {7, 3, true},
-		{1 << 63, 1, true}, {1, 1 << 24, true}, {1, 1<<24 + 1, false},
+		{1 << 63, 1, true}, {1, 1 << 20, true}, {1, 1<<20 + 1, false},
 	}
 	for _, tc := range tests {
 		s, err := epoch.New(tc.length, tc.count)

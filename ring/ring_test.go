@@ -11,7 +11,7 @@ func TestNewRingSizes(t *testing.T) {
 		ok   bool
 	}{
 		{0, false}, {1, true}, {2, true}, {3, false}, {4, true}, {6, false},
-		{1 << 20, true}, {1<<20 + 1, false}, {1 << 30, true}, {1 << 31, false}, {1 << 63, false},
+		{1 << 20, true}, {1<<20 + 1, false}, {1 << 24, true}, {1 << 25, false}, {1 << 63, false},
 	}
 	for _, tc := range tests {
 		if tc.size > 1<<20 && tc.ok {

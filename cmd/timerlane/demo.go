@@ -436,7 +436,7 @@ func (s *scenario) pickHeight(h uint64) uint64 {
 
 // schedule makes one call, counting the rejections the scenario provokes
 // and failing on any other. held, if not nil, remembers the timer.
-func (s *scenario) schedule(tx *engine.Tx, height uint64, payload []byte, kind int, held *heldTimer) error {
+func (s *scenario) schedule(tx engine.Tx, height uint64, payload []byte, kind int, held *heldTimer) error {
 	id, _, err := tx.Schedule(height, payload)
 	switch {
 	case err == nil:
@@ -458,7 +458,7 @@ func (s *scenario) schedule(tx *engine.Tx, height uint64, payload []byte, kind i
 
 // Execute is the demo's handler: tick reschedules the heartbeat, every
 // other timer gets a checksum of its payload as its work.
-func (s *scenario) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+func (s *scenario) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	// SkipEmpty jumps over most of the run, so check that nothing fires
 	// late or early because of it.
 	if d.Block != d.Height && s.fatal == nil {

@@ -39,12 +39,12 @@ var DefaultLayout = Layout{RingSize: 4096, EpochLength: 1024, EpochCount: 64}
 // Validate reports a layout outside the bounds the tiers accept.
 func (l Layout) Validate() error {
 	switch {
-	case l.RingSize < 2 || l.RingSize&(l.RingSize-1) != 0 || l.RingSize > 1<<30:
-		return fmt.Errorf("ring_size %d: must be a power of two in [2, 2^30]", l.RingSize)
+	case l.RingSize < 2 || l.RingSize&(l.RingSize-1) != 0 || l.RingSize > ring.MaxSize:
+		return fmt.Errorf("ring_size %d: must be a power of two in [2, 2^24]", l.RingSize)
 	case l.EpochLength < 1 || l.EpochLength > l.RingSize:
 		return fmt.Errorf("epoch_length %d: must be in [1, ring_size %d]", l.EpochLength, l.RingSize)
-	case l.EpochCount < 1 || l.EpochCount > 1<<24:
-		return fmt.Errorf("epoch_count %d: must be in [1, 2^24]", l.EpochCount)
+	case l.EpochCount < 1 || l.EpochCount > epoch.MaxCount:
+		return fmt.Errorf("epoch_count %d: must be in [1, 2^20]", l.EpochCount)
 	}
 	return nil
 }
@@ -187,13 +187,11 @@ func (q *Queue) Advance(h uint64) {
 	newRing, newEpoch := q.ringLast(w), q.epochLast(w)
 	// Epochs that leave the epoch tier for the ring, in epoch order (a jump
 	// over an empty tier costs nothing, however many epochs it spans).
-	for e := oldRing + 1; e <= newRing && e <= oldEpoch && q.epochs.Len() > 0; e++ {
+	for e := oldRing; e < newRing && e < oldEpoch && q.epochs.Len() > 0; {
+		e++ // never past newRing <= maxEpoch, so it cannot wrap
 		l := q.epochs.Take(e)
 		for i := l.PopFront(q.A); i != ring.Nil; i = l.PopFront(q.A) {
 			q.ring.Push(q.A, i)
-		}
-		if e == math.MaxUint64 {
-			break
 		}
 	}
 	if newEpoch == oldEpoch {
@@ -214,22 +212,18 @@ func (q *Queue) Advance(h uint64) {
 // in insertion order. The nodes stay allocated; the caller frees them.
 func (q *Queue) Take() ring.List { return q.ring.Take(q.cur) }
 
-// NextAfter returns a height h > Height() such that no resident timer is due
-// in (Height(), h): the height of the next due timer, or the first height of
-// the epoch that holds it. ok is false when the queue holds nothing after
-// the current height.
+// NextAfter returns the height of the next due timer after Height(), the
+// same under every layout; ok is false when nothing is due after it.
 func (q *Queue) NextAfter() (h uint64, ok bool) {
-	for x, end := q.cur, q.lastHeight(q.ringLast(q.w)); x < end; {
-		x++
-		if q.ring.Bucket(x).Head != ring.Nil {
-			return x, true
+	rl, el := q.ringLast(q.w), q.epochLast(q.w)
+	if end := q.lastHeight(rl); q.cur < end {
+		if h, ok := q.ring.NextOccupied(q.cur+1, end); ok {
+			return h, true
 		}
 	}
-	last := q.epochLast(q.w)
-	for e := q.ringLast(q.w); e < last; {
-		e++
-		if !q.epochs.Empty(e) {
-			return e * q.length, true
+	if rl < el {
+		if e, ok := q.epochs.NextOccupied(rl+1, el); ok {
+			return q.epochs.MinHeight(q.A, e), true
 		}
 	}
 	if it, ok := q.overflow.Min(); ok {

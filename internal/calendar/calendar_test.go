@@ -37,7 +37,7 @@ func TestValidate(t *testing.T) {
 		{calendar.Layout{RingSize: 2, EpochLength: 1, EpochCount: 1}, true},
 		{calendar.Layout{RingSize: 2, EpochLength: 2, EpochCount: 1}, true},
 		{calendar.Layout{RingSize: 8, EpochLength: 3, EpochCount: 2}, true},
-		{calendar.Layout{RingSize: 1 << 30, EpochLength: 1, EpochCount: 1 << 24}, true},
+		{calendar.Layout{RingSize: 1 << 24, EpochLength: 1, EpochCount: 1 << 20}, true},
 		{calendar.Layout{RingSize: 0, EpochLength: 1, EpochCount: 1}, false},
 		{calendar.Layout{RingSize: 1, EpochLength: 1, EpochCount: 1}, false},
 		{calendar.Layout{RingSize: 3, EpochLength: 1, EpochCount: 1}, false},
@@ -45,7 +45,7 @@ func TestValidate(t *testing.T) {
 		{calendar.Layout{RingSize: 4, EpochLength: 0, EpochCount: 1}, false},
 		{calendar.Layout{RingSize: 4, EpochLength: 5, EpochCount: 1}, false},
 		{calendar.Layout{RingSize: 4, EpochLength: 4, EpochCount: 0}, false},
-		{calendar.Layout{RingSize: 4, EpochLength: 4, EpochCount: 1<<24 + 1}, false},
+		{calendar.Layout{RingSize: 4, EpochLength: 4, EpochCount: 1<<20 + 1}, false},
 	}
 	for _, tc := range tests {
 		err := tc.l.Validate()

@@ -117,17 +117,29 @@ func (rn *runner) config(c *trace.Config) error {
 	if c.Policy != "fifo" {
 		return rn.fail("policy %s: %v", c.Policy, ErrUnsupported)
 	}
-	set := map[string]*uint64{"ring_size": &rn.cfg.RingSize, "epoch_length": &rn.cfg.EpochLength, "epoch_count": &rn.cfg.EpochCount}
-	for k, v := range c.Ints {
-		switch k {
-		case "max_timers_per_actor", "max_payload_bytes", "max_handler_bytes":
-			if v > 1<<32-1 {
-				return rn.fail("config: %s %d: out of range", k, v)
-			}
-			p := map[string]*uint32{"max_timers_per_actor": &rn.cfg.MaxTimersPerActor, "max_payload_bytes": &rn.cfg.MaxPayloadBytes, "max_handler_bytes": &rn.cfg.MaxHandlerBytes}[k]
-			*p = uint32(v)
+	// A fixed order, so that a trace with several bad values always names
+	// the same one.
+	for _, f := range []struct {
+		key string
+		u64 *uint64
+		u32 *uint32
+	}{
+		{"ring_size", &rn.cfg.RingSize, nil},
+		{"epoch_length", &rn.cfg.EpochLength, nil},
+		{"epoch_count", &rn.cfg.EpochCount, nil},
+		{"max_timers_per_actor", nil, &rn.cfg.MaxTimersPerActor},
+		{"max_payload_bytes", nil, &rn.cfg.MaxPayloadBytes},
+		{"max_handler_bytes", nil, &rn.cfg.MaxHandlerBytes},
+	} {
+		v, ok := c.Ints[f.key]
+		switch {
+		case !ok:
+		case f.u64 != nil:
+			*f.u64 = v
+		case v > 1<<32-1:
+			return rn.fail("config: %s %d: out of range", f.key, v)
 		default:
-			*set[k] = v
+			*f.u32 = uint32(v)
 		}
 	}
 	_, err := rn.engine()
@@ -222,7 +234,7 @@ func (rn *runner) tx(op *trace.Op) error {
 }
 
 // calls runs calls in tx and prints a call event for each.
-func (rn *runner) calls(tx *engine.Tx, calls []trace.Call, from *engine.TimerID) error {
+func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) error {
 	h := rn.eng.Height()
 	actor := tx.Actor()
 	for _, c := range calls {
@@ -291,7 +303,7 @@ func (rn *runner) target(c trace.Call) (engine.TimerID, bool) {
 }
 
 // Execute runs the handler script of a fired timer (engine.Executor).
-func (rn *runner) Execute(tx *engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	rn.events++
 	rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
 		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
