@@ -47,7 +47,7 @@ func newEngine(tb testing.TB) *engine.Engine {
 type steady struct {
 	tb      testing.TB
 	e       *engine.Engine
-	tx      engine.Tx // nil between transactions
+	tx      engine.Tx // zero (closed) between transactions
 	payload []byte
 	delays  []uint64
 	nonce   uint64 // each schedule has its own, so no id repeats

@@ -13,43 +13,39 @@ import (
 // at the current height, moving the height on block by block while nothing
 // is due, as a chain does, and re-inserts the timer gap blocks later.
 
-// calendarHold is ours. A node holds height and seq; the value lives in a
-// slice indexed by node.
+// calendarHold is ours: the item is the entry itself (height, seq, val),
+// stored inline in the bucket chunks, as the engine stores its timers with
+// the record index in val. Like the peers, nothing here cancels, so no
+// position is kept.
 type calendarHold struct {
 	clock
-	q    *calendar.Queue
-	vals []uint64
-	next uint32 // the rest of the bucket taken at the current height
+	q   *calendar.Queue
+	due ring.Iter // the rest of the bucket taken at the current height
 }
 
 func newCalendarHold(w *workload) *calendarHold {
-	q, err := calendar.New(calendar.DefaultLayout)
+	q, err := calendar.New(calendar.DefaultLayout, nil)
 	if err != nil {
 		panic(err)
 	}
-	// Nodes are numbered from 1 and freed nodes are reused, so at most
-	// len(heights) indices are ever in use.
-	c := &calendarHold{clock: newClock(w), q: q, vals: make([]uint64, len(w.heights)+1)}
+	c := &calendarHold{clock: newClock(w), q: q}
 	for k := range w.heights {
 		it := initial(w, k)
-		c.vals[q.Insert(it.height, it.seq)] = it.val
+		q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: it.val})
 	}
 	return c
 }
 
 func (c *calendarHold) step() {
-	for c.next == ring.Nil {
+	e, ok := c.due.Next(c.q.C)
+	for !ok {
 		c.cur++
 		c.q.Advance(c.cur)
-		c.next = c.q.Take().Head
+		c.due = c.q.Take()
+		e, ok = c.due.Next(c.q.C)
 	}
-	i := c.next
-	n := c.q.A.At(i)
-	it := item{height: n.Height, seq: n.Seq, val: c.vals[i]}
-	c.next = c.q.A.Next(i) // before Free, which reuses the link
-	c.q.A.Free(i)
-	it = c.again(it)
-	c.vals[c.q.Insert(it.height, it.seq)] = it.val
+	it := c.again(item{height: e.Height, seq: e.Seq, val: e.Val})
+	c.q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: it.val})
 }
 
 // binHeap is a hand-written binary min-heap ordered by less.

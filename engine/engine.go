@@ -14,13 +14,16 @@ import (
 	"github.com/timerlane/timerlane/ring"
 )
 
-// rec is the engine's record of one timer, kept at the index of its node in
-// the calendar's arena.
+// rec is the engine's record of one timer. Its index is the Val of the
+// timer's entry in the calendar queue.
 type rec struct {
 	id         TimerID
-	actor      uint32 // index in the actor table
-	data       uint32 // bytepool reference of handler bytes ++ payload
-	handlerLen uint32 // 0: the default handler
+	height     uint64
+	seq        uint64
+	pos        ring.Pos // where the calendar holds it, for cancel
+	actor      uint32   // index in the actor table
+	data       uint32   // bytepool reference of handler bytes ++ payload
+	handlerLen uint32   // 0: the default handler
 	payloadLen uint32
 	state      recState
 }
@@ -48,6 +51,8 @@ type Engine struct {
 	cfg    Config
 	q      *calendar.Queue
 	recs   slab.Slab[rec]
+	free   uint32 // first free record; free records are chained through data
+	nrecs  uint32 // records handed out at least once; index 0 is reserved
 	ids    idIndex
 	actors actorTable
 	data   bytepool.Pool
@@ -82,12 +87,13 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q, err := calendar.New(cfg.layout())
+	e := &Engine{cfg: cfg, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1, nrecs: 1}
+	q, err := calendar.New(cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	e := &Engine{cfg: cfg, q: q, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1}
-	e.ids = newIDIndex(func(n uint32) *TimerID { return &e.recs.At(n).id })
+	e.q = q
+	e.ids = newIDIndex(func(i uint32) *TimerID { return &e.recs.At(i).id })
 	e.recs.Ensure(0)
 	return e, nil
 }
@@ -164,16 +170,17 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 // through the engine's take, fire and release steps; it never touches the
 // tiers.
 type policy interface {
-	endBlock(e *Engine, x Executor, due ring.List) BlockResult
+	endBlock(e *Engine, x Executor, due ring.Iter) BlockResult
 }
 
 // fifo is CIP-5 as implemented: every due timer is first taken out of the
 // pending set, then each fires in insertion order (CIP-5 §5.1).
 type fifo struct{}
 
-func (fifo) endBlock(e *Engine, x Executor, due ring.List) BlockResult {
+func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	order := e.due[:0]
-	for i := due.Head; i != ring.Nil; i = e.q.A.Next(i) {
+	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
+		i := uint32(t.Val)
 		e.take(i)
 		order = append(order, i)
 	}
@@ -200,7 +207,6 @@ func (e *Engine) take(i uint32) {
 // §5.2) and commits or reverts its handler's calls.
 func (e *Engine) fire(x Executor, i uint32) {
 	r := e.recs.At(i)
-	n := e.q.A.At(i)
 	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
 	d := &e.del
 	d.TimerID = r.id
@@ -211,7 +217,7 @@ func (e *Engine) fire(x Executor, i uint32) {
 		d.Handler = buf[:r.handlerLen]
 	}
 	d.Payload = buf[r.handlerLen:]
-	d.Height, d.Block = n.Height, e.height
+	d.Height, d.Block = r.height, e.height
 	d.CyclesLimit, d.CellsLimit = e.cfg.CyclesPerFire, e.cfg.CellsPerFire
 
 	tx := e.openTx(d.Actor, 0, true)
@@ -263,11 +269,11 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 // schedule inserts a timer for the open transaction's actor after every
 // check has passed.
 func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
-	i := e.q.Insert(height, e.seq)
-	e.seq++
-	e.recs.Ensure(i)
+	i := e.allocRec()
 	r := e.recs.At(i)
-	*r = rec{id: *id, state: stPending, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
+	*r = rec{id: *id, height: height, seq: e.seq, state: stPending, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
+	e.seq++
+	r.pos = e.q.Insert(ring.Entry{Height: height, Seq: r.seq, Val: uint64(i)})
 	if n := len(rt.handler) + len(rt.body); n > 0 {
 		ref, buf := e.data.Alloc(n)
 		copy(buf[copy(buf, rt.handler):], rt.body)
@@ -281,13 +287,33 @@ func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
 	e.undo = append(e.undo, undo{node: i})
 }
 
+func (e *Engine) allocRec() uint32 {
+	if i := e.free; i != 0 {
+		e.free = e.recs.At(i).data
+		return i
+	}
+	i := e.nrecs
+	if i == ^uint32(0) {
+		panic("engine: 2^32-1 timer records")
+	}
+	e.recs.Ensure(i)
+	e.nrecs++
+	return i
+}
+
+// unqueue takes pending timer i out of the calendar queue.
+func (e *Engine) unqueue(i uint32) {
+	r := e.recs.At(i)
+	e.q.Remove(r.height, r.seq, r.pos)
+}
+
 // release frees a timer that is no longer in the queue or the index.
 func (e *Engine) release(i uint32) {
 	r := e.recs.At(i)
 	e.data.Free(r.data)
 	e.actors.unref(r.actor)
-	*r = rec{}
-	e.q.A.Free(i)
+	*r = rec{data: e.free}
+	e.free = i
 }
 
 // timerID derives CIP-5 §3.3's id into out:
@@ -325,9 +351,9 @@ func (e *Engine) Lookup(id TimerID) (Timer, bool) {
 }
 
 func (e *Engine) timer(i uint32) Timer {
-	r, n := e.recs.At(i), e.q.A.At(i)
+	r := e.recs.At(i)
 	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
-	t := Timer{ID: r.id, Actor: e.actors.recs[r.actor].addr, Height: n.Height, Seq: n.Seq, Handler: DefaultHandler}
+	t := Timer{ID: r.id, Actor: e.actors.recs[r.actor].addr, Height: r.height, Seq: r.seq, Handler: DefaultHandler}
 	if r.handlerLen > 0 {
 		t.Handler = string(buf[:r.handlerLen])
 	}
@@ -356,7 +382,7 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{Pending: e.pending, Actors: e.actors.len()}
 	s.InRing, s.InEpochs, s.InOverflow = e.q.TierLens()
-	s.ArenaBytes = e.q.A.Bytes() + e.recs.Cap()*int(recSize)
+	s.ArenaBytes = e.q.C.Bytes() + e.recs.Cap()*int(recSize)
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
 	return s

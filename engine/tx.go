@@ -159,7 +159,7 @@ func (tx Tx) Revert() error {
 func (e *Engine) commitTx() {
 	for _, u := range e.undo {
 		if u.cancelled {
-			e.q.Remove(u.node)
+			e.unqueue(u.node)
 			e.release(u.node)
 		}
 	}
@@ -180,7 +180,7 @@ func (e *Engine) revertTx() {
 		e.ids.del(&r.id)
 		e.actors.recs[r.actor].pending--
 		e.pending--
-		e.q.Remove(u.node)
+		e.unqueue(u.node)
 		e.release(u.node)
 	}
 	e.seq = e.txs.seq0

@@ -87,39 +87,50 @@ func TestSlabs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := ring.NewArena()
+			c := ring.NewChunks()
 			s, err := epoch.New(tc.length, tc.count)
 			if err != nil {
 				t.Fatal(err)
 			}
-			nodes := map[timer]uint32{}
+			pos := map[timer]ring.Pos{}
 			for _, o := range tc.ops {
 				switch o.kind {
 				case "push":
-					i := a.Alloc()
-					a.At(i).Height, a.At(i).Seq = o.t.h, o.t.seq
-					nodes[o.t] = i
-					s.Push(a, i)
+					pos[o.t] = s.Push(c, ring.Entry{Height: o.t.h, Seq: o.t.seq})
 				case "remove":
-					s.Remove(a, nodes[o.t])
+					s.Kill(c, o.t.h, pos[o.t])
 				case "empty":
-					if got := s.Empty(o.e); got != (o.want == nil) {
+					if got := s.Bucket(o.e).Empty(); got != (o.want == nil) {
 						t.Fatalf("Empty(%d) = %v", o.e, got)
+					}
+					if _, occupied := s.NextOccupied(o.e, o.e); occupied == (o.want == nil) {
+						t.Fatalf("NextOccupied(%d, %d) = %v", o.e, o.e, occupied)
 					}
 				case "take":
 					before := s.Len()
-					l := s.Take(o.e)
-					var got []uint64
-					for i := l.Head; i != ring.Nil; i = a.Next(i) {
-						got = append(got, a.At(i).Seq)
+					if len(o.want) > 0 {
+						m := ^uint64(0)
+						for t, p := range pos {
+							if s.Of(t.h)%tc.count == o.e%tc.count && c.At(p).Seq == t.seq {
+								m = min(m, t.h)
+							}
+						}
+						if got := s.MinHeight(c, o.e); got != m {
+							t.Fatalf("MinHeight(%d) = %d, want %d", o.e, got, m)
+						}
 					}
-					if !slices.Equal(got, o.want) || l.Len != len(got) {
-						t.Fatalf("Take(%d) = %v (Len %d), want %v", o.e, got, l.Len, o.want)
+					it := s.Take(o.e)
+					var got []uint64
+					for x, ok := it.Next(c); ok; x, ok = it.Next(c) {
+						got = append(got, x.Seq)
+					}
+					if !slices.Equal(got, o.want) {
+						t.Fatalf("Take(%d) = %v, want %v", o.e, got, o.want)
 					}
 					if s.Len() != before-len(got) {
 						t.Fatalf("Len after Take = %d, want %d", s.Len(), before-len(got))
 					}
-					if !s.Empty(o.e) || s.Bucket(o.e).Len != 0 {
+					if !s.Bucket(o.e).Empty() {
 						t.Fatalf("bucket %d not empty after Take", o.e)
 					}
 				}

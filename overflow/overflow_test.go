@@ -7,43 +7,43 @@ import (
 	"testing"
 
 	"github.com/timerlane/timerlane/overflow"
+	"github.com/timerlane/timerlane/ring"
 )
 
-func items(t *overflow.Tree) []overflow.Item {
-	var out []overflow.Item
-	t.Ascend(func(it overflow.Item) bool { out = append(out, it); return true })
+func items(t *overflow.Tree) []ring.Entry {
+	var out []ring.Entry
+	t.Ascend(func(it ring.Entry) bool { out = append(out, it); return true })
 	return out
 }
 
 func TestTree(t *testing.T) {
-	it := func(h, seq uint64, node uint32) overflow.Item { return overflow.Item{Height: h, Seq: seq, Node: node} }
+	it := func(h, seq, val uint64) ring.Entry { return ring.Entry{Height: h, Seq: seq, Val: val} }
 	type op struct {
-		kind string // insert, delete, popbelow
-		it   overflow.Item
-		h    uint64 // popbelow
-		ok   bool   // delete, popbelow
+		kind string // insert, delete, popmin
+		it   ring.Entry
+		ok   bool // delete, popmin
 	}
 	tests := []struct {
 		name string
 		ops  []op
-		want []overflow.Item
+		want []ring.Entry
 	}{
 		{"empty", nil, nil},
 		{"order by height then seq", []op{
 			{kind: "insert", it: it(9, 5, 1)}, {kind: "insert", it: it(3, 7, 2)}, {kind: "insert", it: it(9, 2, 3)}, {kind: "insert", it: it(3, 1, 4)},
-		}, []overflow.Item{it(3, 1, 4), it(3, 7, 2), it(9, 2, 3), it(9, 5, 1)}},
-		{"delete matches height and seq, not node", []op{
+		}, []ring.Entry{it(3, 1, 4), it(3, 7, 2), it(9, 2, 3), it(9, 5, 1)}},
+		{"delete matches height and seq, not val", []op{
 			{kind: "insert", it: it(5, 1, 1)}, {kind: "insert", it: it(5, 2, 2)},
 			{kind: "delete", it: it(5, 1, 0), ok: true}, {kind: "delete", it: it(5, 1, 1), ok: false}, {kind: "delete", it: it(6, 2, 2), ok: false},
-		}, []overflow.Item{it(5, 2, 2)}},
-		{"pop below", []op{
-			{kind: "insert", it: it(5, 1, 1)}, {kind: "insert", it: it(7, 2, 2)},
-			{kind: "popbelow", h: 5, ok: false}, {kind: "popbelow", h: 6, it: it(5, 1, 1), ok: true}, {kind: "popbelow", h: 6, ok: false},
-		}, []overflow.Item{it(7, 2, 2)}},
+		}, []ring.Entry{it(5, 2, 2)}},
+		{"pop min", []op{
+			{kind: "insert", it: it(7, 2, 2)}, {kind: "insert", it: it(5, 1, 1)},
+			{kind: "popmin", it: it(5, 1, 1), ok: true}, {kind: "popmin", it: it(7, 2, 2), ok: true}, {kind: "popmin", ok: false},
+		}, nil},
 		{"top heights", []op{
 			{kind: "insert", it: it(1<<64-1, 2, 1)}, {kind: "insert", it: it(1<<64-1, 1, 2)}, {kind: "insert", it: it(0, 9, 3)},
-			{kind: "popbelow", h: 1<<64 - 1, it: it(0, 9, 3), ok: true}, {kind: "popbelow", h: 1<<64 - 1, ok: false},
-		}, []overflow.Item{it(1<<64-1, 1, 2), it(1<<64-1, 2, 1)}},
+			{kind: "popmin", it: it(0, 9, 3), ok: true},
+		}, []ring.Entry{it(1<<64-1, 1, 2), it(1<<64-1, 2, 1)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,13 +53,13 @@ func TestTree(t *testing.T) {
 				case "insert":
 					tr.Insert(o.it)
 				case "delete":
-					if got := tr.Delete(o.it); got != o.ok {
+					if got := tr.Delete(o.it.Height, o.it.Seq); got != o.ok {
 						t.Fatalf("Delete(%+v) = %v, want %v", o.it, got, o.ok)
 					}
-				case "popbelow":
-					got, ok := tr.PopBelow(o.h)
+				case "popmin":
+					got, ok := tr.PopMin()
 					if ok != o.ok || (ok && got != o.it) {
-						t.Fatalf("PopBelow(%d) = %+v %v, want %+v %v", o.h, got, ok, o.it, o.ok)
+						t.Fatalf("PopMin = %+v %v, want %+v %v", got, ok, o.it, o.ok)
 					}
 				}
 			}
@@ -78,10 +78,10 @@ func TestTree(t *testing.T) {
 func TestAscendStops(t *testing.T) {
 	tr := overflow.New()
 	for k := uint64(0); k < 10; k++ {
-		tr.Insert(overflow.Item{Height: k, Seq: k})
+		tr.Insert(ring.Entry{Height: k, Seq: k})
 	}
 	n := 0
-	tr.Ascend(func(overflow.Item) bool { n++; return n < 3 })
+	tr.Ascend(func(ring.Entry) bool { n++; return n < 3 })
 	if n != 3 {
 		t.Fatalf("Ascend visited %d items after returning false at 3", n)
 	}
@@ -90,8 +90,8 @@ func TestAscendStops(t *testing.T) {
 func TestTreeRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tr := overflow.New()
-	var model []overflow.Item
-	less := func(a, b overflow.Item) bool {
+	var model []ring.Entry
+	less := func(a, b ring.Entry) bool {
 		if a.Height != b.Height {
 			return a.Height < b.Height
 		}
@@ -102,22 +102,21 @@ func TestTreeRandom(t *testing.T) {
 		switch r := rng.IntN(10); {
 		case r < 5:
 			seq++
-			it := overflow.Item{Height: rng.Uint64N(50), Seq: seq, Node: uint32(seq)}
+			it := ring.Entry{Height: rng.Uint64N(50), Seq: seq, Val: seq}
 			tr.Insert(it)
 			model = append(model, it)
 			sort.Slice(model, func(i, j int) bool { return less(model[i], model[j]) })
 		case r < 8 && len(model) > 0:
 			k := rng.IntN(len(model))
-			if !tr.Delete(model[k]) {
+			if !tr.Delete(model[k].Height, model[k].Seq) {
 				t.Fatalf("Delete of a present item failed")
 			}
 			model = slices.Delete(model, k, k+1)
 		default:
-			h := rng.Uint64N(50)
-			it, ok := tr.PopBelow(h)
-			wantOK := len(model) > 0 && model[0].Height < h
+			it, ok := tr.PopMin()
+			wantOK := len(model) > 0
 			if ok != wantOK || (ok && it != model[0]) {
-				t.Fatalf("PopBelow(%d) = %+v %v", h, it, ok)
+				t.Fatalf("PopMin = %+v %v", it, ok)
 			}
 			if ok {
 				model = model[1:]

@@ -1,13 +1,14 @@
 // Package ring is tier 1 of the calendar queue: the block ring buffer.
 //
-// Timers live in an [Arena] of fixed-size [Node] slots addressed by uint32
-// indices (0 is the nil index), grown in slabs and recycled through a free
-// list, so that in steady state nothing is allocated. A [List] is an
-// intrusive doubly linked FIFO list threaded through the arena's nodes; a
-// [Ring] is a power-of-two array of such lists, one bucket per block height
-// modulo the ring size. Enqueue, cancel and taking a whole bucket are O(1).
+// A bucket is an unrolled list: a chain of fixed-size chunks of 32 inline
+// entries, taken from a [Chunks] arena with a free list, so appending
+// writes next to the previous entry, draining a bucket reads memory in
+// order, and in steady state nothing is allocated. An entry's [Pos] (its
+// chunk and slot) lets its owner cancel it in O(1): the entry becomes a
+// tombstone (Seq 0) that draining skips. A [Ring] is a power-of-two array of
+// buckets, bucket = height & (size-1), with a bitset of the non-empty ones.
 //
-// The ring does not know which heights it holds: its owner keeps every
+// The ring does not check which heights it holds: its owner keeps every
 // resident height within one window of at most Size consecutive heights, so
 // a bucket never mixes two heights.
 package ring

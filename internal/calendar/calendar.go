@@ -34,7 +34,7 @@ type Layout struct {
 }
 
 // DefaultLayout suits a node: 4096 blocks in the ring, 64 epochs of 1024.
-var DefaultLayout = Layout{RingSize: 4096, EpochLength: 1024, EpochCount: 64}
+var DefaultLayout = Layout{RingSize: 4096, EpochLength: 1024, EpochCount: 512}
 
 // Validate reports a layout outside the bounds the tiers accept.
 func (l Layout) Validate() error {
@@ -59,21 +59,24 @@ const (
 	TierOverflow
 )
 
-// Queue is the three-tier calendar queue over one arena of nodes.
+// Queue is the three-tier calendar queue over one arena of chunks.
 type Queue struct {
-	A        *ring.Arena
+	C        *ring.Chunks
 	ring     *ring.Ring
 	epochs   *epoch.Slabs
 	overflow *overflow.Tree
-	length   uint64 // L
-	k        uint64 // whole epochs after the current one that the ring holds
-	maxEpoch uint64 // epoch of height 2^64-1
-	cur      uint64 // current height H
-	w        uint64 // current epoch H/L
+	moved    func(val uint64, p ring.Pos) // told each new position; may be nil
+	length   uint64                       // L
+	k        uint64                       // whole epochs after the current one that the ring holds
+	maxEpoch uint64                       // epoch of height 2^64-1
+	cur      uint64                       // current height H
+	w        uint64                       // current epoch H/L
 }
 
-// New returns an empty queue at height 0.
-func New(l Layout) (*Queue, error) {
+// New returns an empty queue at height 0. When a timer moves down a tier
+// its new position is reported to moved (if not nil), so that its owner
+// can still Remove it.
+func New(l Layout, moved func(val uint64, p ring.Pos)) (*Queue, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func New(l Layout) (*Queue, error) {
 		return nil, err
 	}
 	return &Queue{
-		A: ring.NewArena(), ring: r, epochs: e, overflow: overflow.New(),
+		C: ring.NewChunks(), ring: r, epochs: e, overflow: overflow.New(), moved: moved,
 		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
 	}, nil
@@ -133,39 +136,46 @@ func (q *Queue) TierOf(h uint64) Tier {
 	return TierOverflow
 }
 
-// Insert allocates a node for a timer due at height h > Height() with
-// insertion sequence seq, which must exceed the seq of every resident timer
-// of the same height, and enqueues it. It returns the node's index.
-func (q *Queue) Insert(h, seq uint64) uint32 {
-	i := q.A.Alloc()
-	n := q.A.At(i)
-	n.Height, n.Seq = h, seq
-	q.place(i, n)
-	return i
+// Insert enqueues timer e, due at e.Height > Height(), with e.Seq > 0 and
+// greater than the Seq of every resident timer of the same height. It
+// returns the timer's position, which Remove needs (meaningless while the
+// timer is in the overflow tier, which finds it by height and seq).
+func (q *Queue) Insert(e ring.Entry) ring.Pos {
+	switch q.TierOf(e.Height) {
+	case TierRing:
+		return q.ring.Push(q.C, e)
+	case TierEpoch:
+		return q.epochs.Push(q.C, e)
+	}
+	q.overflow.Insert(e)
+	return 0
 }
 
-func (q *Queue) place(i uint32, n *ring.Node) {
-	switch q.TierOf(n.Height) {
-	case TierRing:
-		q.ring.Push(q.A, i)
-	case TierEpoch:
-		q.epochs.Push(q.A, i)
-	default:
-		q.overflow.Insert(overflow.Item{Height: n.Height, Seq: n.Seq, Node: i})
+// place inserts a timer that moves down a tier and reports its position.
+func (q *Queue) place(e ring.Entry) {
+	p := q.Insert(e)
+	if q.moved != nil {
+		q.moved(e.Val, p)
 	}
 }
 
-// Remove takes resident node i out of its tier; the node stays allocated.
-func (q *Queue) Remove(i uint32) {
-	n := q.A.At(i)
-	switch q.TierOf(n.Height) {
+// Remove takes the resident timer (height, seq), last reported at p, out
+// of its tier.
+func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
+	t := q.TierOf(height)
+	if t != TierOverflow {
+		if e := q.C.At(p); e.Height != height || e.Seq != seq {
+			panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds (%d, %d)", height, seq, p, e.Height, e.Seq))
+		}
+	}
+	switch t {
 	case TierRing:
-		q.ring.Remove(q.A, i)
+		q.ring.Kill(q.C, height, p)
 	case TierEpoch:
-		q.epochs.Remove(q.A, i)
+		q.epochs.Kill(q.C, height, p)
 	default:
-		if !q.overflow.Delete(overflow.Item{Height: n.Height, Seq: n.Seq}) {
-			panic(fmt.Sprintf("calendar: node %d (height %d, seq %d) not in overflow", i, n.Height, n.Seq))
+		if !q.overflow.Delete(height, seq) {
+			panic(fmt.Sprintf("calendar: (%d, %d) not in overflow", height, seq))
 		}
 	}
 }
@@ -189,9 +199,9 @@ func (q *Queue) Advance(h uint64) {
 	// over an empty tier costs nothing, however many epochs it spans).
 	for e := oldRing; e < newRing && e < oldEpoch && q.epochs.Len() > 0; {
 		e++ // never past newRing <= maxEpoch, so it cannot wrap
-		l := q.epochs.Take(e)
-		for i := l.PopFront(q.A); i != ring.Nil; i = l.PopFront(q.A) {
-			q.ring.Push(q.A, i)
+		it := q.epochs.Take(e)
+		for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
+			q.place(x)
 		}
 	}
 	if newEpoch == oldEpoch {
@@ -199,18 +209,19 @@ func (q *Queue) Advance(h uint64) {
 	}
 	// Overflow timers that come into range, in (height, seq) order.
 	for {
-		it, ok := q.overflow.Min()
-		if !ok || it.Height/q.length > newEpoch {
+		x, ok := q.overflow.Min()
+		if !ok || x.Height/q.length > newEpoch {
 			return
 		}
-		q.overflow.Delete(it)
-		q.place(it.Node, q.A.At(it.Node))
+		q.overflow.PopMin()
+		q.place(x)
 	}
 }
 
 // Take detaches the ring bucket of the current height: every timer due now,
-// in insertion order. The nodes stay allocated; the caller frees them.
-func (q *Queue) Take() ring.List { return q.ring.Take(q.cur) }
+// in insertion order. Drain the iterator fully: it gives the bucket's
+// chunks back to the arena as it goes.
+func (q *Queue) Take() ring.Iter { return q.ring.Take(q.cur) }
 
 // NextAfter returns the height of the next due timer after Height(), the
 // same under every layout; ok is false when nothing is due after it.
@@ -223,24 +234,22 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 	}
 	if rl < el {
 		if e, ok := q.epochs.NextOccupied(rl+1, el); ok {
-			return q.epochs.MinHeight(q.A, e), true
+			return q.epochs.MinHeight(q.C, e), true
 		}
 	}
-	if it, ok := q.overflow.Min(); ok {
-		return it.Height, true
+	if x, ok := q.overflow.Min(); ok {
+		return x.Height, true
 	}
 	return 0, false
 }
 
 // Walk calls f for every resident timer, tier by tier, each in its order.
 // It is for tests and diagnostics, not the hot path.
-func (q *Queue) Walk(f func(i uint32, t Tier)) {
+func (q *Queue) Walk(f func(e ring.Entry, t Tier)) {
 	ringEnd := q.lastHeight(q.ringLast(q.w))
 	start := q.w * q.length
 	for x := start; ; x++ {
-		for i := q.ring.Bucket(x).Head; i != ring.Nil; i = q.A.Next(i) {
-			f(i, TierRing)
-		}
+		q.ring.Bucket(x).Walk(q.C, func(e ring.Entry) { f(e, TierRing) })
 		if x == ringEnd || x-start+1 == q.ring.Size() {
 			break
 		}
@@ -248,9 +257,7 @@ func (q *Queue) Walk(f func(i uint32, t Tier)) {
 	last := q.epochLast(q.w)
 	for e := q.ringLast(q.w); e < last; {
 		e++
-		for i := q.epochs.Bucket(e).Head; i != ring.Nil; i = q.A.Next(i) {
-			f(i, TierEpoch)
-		}
+		q.epochs.Bucket(e).Walk(q.C, func(x ring.Entry) { f(x, TierEpoch) })
 	}
-	q.overflow.Ascend(func(it overflow.Item) bool { f(it.Node, TierOverflow); return true })
+	q.overflow.Ascend(func(x ring.Entry) bool { f(x, TierOverflow); return true })
 }

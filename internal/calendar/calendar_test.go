@@ -53,7 +53,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v: Validate() = %v, want ok=%v", tc.l, err, tc.ok)
 		}
 		if !tc.ok {
-			if _, err := calendar.New(tc.l); err == nil {
+			if _, err := calendar.New(tc.l, nil); err == nil {
 				t.Errorf("%+v: New accepted an invalid layout", tc.l)
 			}
 		}
@@ -85,7 +85,7 @@ func TestTierOf(t *testing.T) {
 			math.MaxUint64 - 2: R, math.MaxUint64: R}},
 	}
 	for _, tc := range tests {
-		q, err := calendar.New(tc.l)
+		q, err := calendar.New(tc.l, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,8 +212,8 @@ func TestTopHeights(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if len(h.nodes) != 0 || len(h.log) != 6 {
-					t.Fatalf("%d timers left, %d heights delivered: %v", len(h.nodes), len(h.log), h.log)
+				if len(h.pos) != 0 || len(h.log) != 6 {
+					t.Fatalf("%d timers left, %d heights delivered: %v", len(h.pos), len(h.log), h.log)
 				}
 				if _, ok := h.q.NextAfter(); ok {
 					t.Fatal("NextAfter at 2^64-1 found something")
@@ -249,7 +249,7 @@ func TestNextAfterJumps(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want := len(h.nodes)
+			want := len(h.pos)
 			heights := len(h.model)
 			for rounds := 0; len(h.model) > 0; rounds++ {
 				if rounds > 3*heights+10 {
@@ -274,7 +274,7 @@ func TestNextAfterJumps(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if h.q.Len() != 0 || h.q.A.Live() != 0 || len(h.log) != heights {
+			if h.q.Len() != 0 || h.q.C.Live() != 0 || len(h.log) != heights {
 				t.Fatalf("delivered %d heights of %d (%d timers), %d left", len(h.log), heights, want, h.q.Len())
 			}
 		})

@@ -17,7 +17,7 @@ func TestMillionAtOneHeight(t *testing.T) {
 		n = 100_000
 	}
 	l := calendar.Layout{RingSize: 16, EpochLength: 4, EpochCount: 3}
-	q, err := calendar.New(l)
+	q, err := calendar.New(l, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,21 +31,21 @@ func TestMillionAtOneHeight(t *testing.T) {
 		}
 		for range count {
 			seq++
-			q.Insert(target, seq)
+			q.Insert(ring.Entry{Height: target, Seq: seq})
 		}
 		// A neighbour on each side, so the bucket is not alone in its tier.
 		seq++
-		q.Insert(target+1, seq)
+		q.Insert(ring.Entry{Height: target + 1, Seq: seq})
 		neighbours = append(neighbours, seq)
 	}
 	insert(n/3, calendar.TierOverflow)
 	q.Advance(target - 20) // ring to 995, epoch tier to 1007
-	if q.Take().Len != 0 {
+	if it := q.Take(); func() bool { _, ok := it.Next(q.C); return ok }() {
 		t.Fatal("something due at", q.Height())
 	}
 	insert(n/3, calendar.TierEpoch)
 	q.Advance(target - 3) // ring: epochs 250..253
-	if q.Take().Len != 0 {
+	if it := q.Take(); func() bool { _, ok := it.Next(q.C); return ok }() {
 		t.Fatal("something due at", q.Height())
 	}
 	insert(n-2*(n/3), calendar.TierRing)
@@ -59,13 +59,10 @@ func TestMillionAtOneHeight(t *testing.T) {
 		}
 		q.Advance(nxt)
 	}
-	lst := q.Take()
-	if lst.Len != n {
-		t.Fatalf("took %d timers, want %d", lst.Len, n)
-	}
-	want := uint64(1)
-	for i := lst.Head; i != ring.Nil; i = q.A.Next(i) {
-		nd := q.A.At(i)
+	it := q.Take()
+	want, took := uint64(1), 0
+	for nd, ok := it.Next(q.C); ok; nd, ok = it.Next(q.C) {
+		took++
 		if nd.Height != target {
 			t.Fatalf("timer of height %d delivered at %d", nd.Height, target)
 		}
@@ -78,8 +75,8 @@ func TestMillionAtOneHeight(t *testing.T) {
 		}
 		want++
 	}
-	if want != seq {
-		t.Fatalf("delivery ended before seq %d, last inserted %d", want, seq)
+	if took != n || want != seq {
+		t.Fatalf("took %d timers (want %d), ending before seq %d, last inserted %d", took, n, want, seq)
 	}
 	if q.Len() != 3 {
 		t.Fatalf("%d timers left, want the 3 neighbours", q.Len())

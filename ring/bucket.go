@@ -1,0 +1,108 @@
+package ring
+
+// Bucket is an unrolled FIFO list of entries. The zero Bucket is empty.
+type Bucket struct {
+	head, tail uint32 // chunks
+	tailLen    uint32 // entries written in the tail chunk
+	Live       int    // entries that are not tombstones
+}
+
+// Empty reports whether the bucket holds no live entry.
+func (b *Bucket) Empty() bool { return b.Live == 0 }
+
+// Push appends e (e.Seq must not be 0) and returns its position.
+func (b *Bucket) Push(c *Chunks, e Entry) Pos {
+	if b.tail == nilChunk || b.tailLen == ChunkLen {
+		n := c.alloc()
+		if b.tail == nilChunk {
+			b.head = n
+		} else {
+			c.slab.At(b.tail).next = n
+		}
+		b.tail, b.tailLen = n, 0
+	}
+	c.slab.At(b.tail).e[b.tailLen] = e
+	p := Pos(b.tail*ChunkLen + b.tailLen)
+	b.tailLen++
+	b.Live++
+	return p
+}
+
+// Kill makes the entry at p a tombstone. When no live entry is left the
+// bucket's chunks go back to the arena.
+func (b *Bucket) Kill(c *Chunks, p Pos) {
+	c.At(p).Seq = 0
+	b.Live--
+	if b.Live == 0 {
+		b.Release(c)
+	}
+}
+
+// Detach returns the bucket's content and leaves it empty.
+func (b *Bucket) Detach() Bucket {
+	d := *b
+	*b = Bucket{}
+	return d
+}
+
+// Release returns every chunk of b to the arena and empties it.
+func (b *Bucket) Release(c *Chunks) {
+	for i := b.head; i != nilChunk; {
+		next := c.slab.At(i).next
+		c.release(i)
+		i = next
+	}
+	*b = Bucket{}
+}
+
+// Drain returns an iterator over b's live entries in FIFO order that gives
+// each chunk back to the arena once it has read past it. It takes b's
+// content: b is left empty.
+func (b *Bucket) Drain() Iter {
+	d := b.Detach()
+	return Iter{chunk: d.head, tail: d.tail, tailLen: d.tailLen}
+}
+
+// Iter reads a detached bucket. The zero Iter is exhausted.
+type Iter struct {
+	chunk, tail uint32
+	tailLen, i  uint32
+}
+
+// Next returns the next live entry, or false when none is left.
+func (it *Iter) Next(c *Chunks) (Entry, bool) {
+	for it.chunk != nilChunk {
+		ch := c.slab.At(it.chunk)
+		n := uint32(ChunkLen)
+		if it.chunk == it.tail {
+			n = it.tailLen
+		}
+		for it.i < n {
+			e := ch.e[it.i]
+			it.i++
+			if e.Seq != 0 {
+				return e, true
+			}
+		}
+		next := ch.next
+		c.release(it.chunk)
+		it.chunk, it.i = next, 0
+	}
+	return Entry{}, false
+}
+
+// Walk calls f for each live entry of b in order, without changing b.
+func (b *Bucket) Walk(c *Chunks, f func(Entry)) {
+	for i := b.head; i != nilChunk; i = c.slab.At(i).next {
+		ch := c.slab.At(i)
+		n := uint32(ChunkLen)
+		if i == b.tail {
+			n = b.tailLen
+		}
+		for _, e := range ch.e[:n] {
+			if e.Seq != 0 {
+				f(e)
+			}
+		}
+	}
+}

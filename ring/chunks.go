@@ -1,0 +1,73 @@
+package ring
+
+import "github.com/timerlane/timerlane/internal/slab"
+
+// Entry is one timer in a tier: its due height, its insertion sequence
+// (FIFO order among timers of one height; 0 marks a cancelled entry) and a
+// value its owner chose, such as the index of its record. It is 24 bytes.
+type Entry struct {
+	Height uint64
+	Seq    uint64
+	Val    uint64
+}
+
+// ChunkLen is the number of entries per chunk.
+const ChunkLen = 32
+
+// Pos is where an entry lives: chunk index * ChunkLen + slot.
+type Pos uint32
+
+// nilChunk is the chunk index that names no chunk.
+const nilChunk uint32 = 0
+
+type chunk struct {
+	e    [ChunkLen]Entry
+	next uint32
+}
+
+// Chunks is the arena the buckets' chunks come from: slabs that never move,
+// and a free list.
+type Chunks struct {
+	slab slab.Slab[chunk]
+	free uint32 // head of the free list, threaded through next
+	used uint32 // chunks handed out at least once; index 0 is reserved
+	live int
+}
+
+// NewChunks returns an empty arena.
+func NewChunks() *Chunks {
+	c := &Chunks{used: 1}
+	c.slab.Ensure(0)
+	return c
+}
+
+func (c *Chunks) alloc() uint32 {
+	c.live++
+	if i := c.free; i != nilChunk {
+		c.free = c.slab.At(i).next
+		c.slab.At(i).next = nilChunk
+		return i
+	}
+	i := c.used
+	if i >= 1<<27 {
+		panic("ring: chunk arena exhausted (2^27 chunks)")
+	}
+	c.slab.Ensure(i)
+	c.used++
+	return i
+}
+
+func (c *Chunks) release(i uint32) {
+	c.slab.At(i).next = c.free
+	c.free = i
+	c.live--
+}
+
+// At returns the entry at p.
+func (c *Chunks) At(p Pos) *Entry { return &c.slab.At(uint32(p) / ChunkLen).e[p%ChunkLen] }
+
+// Live is the number of chunks in use.
+func (c *Chunks) Live() int { return c.live }
+
+// Bytes is the memory held by the arena's slabs.
+func (c *Chunks) Bytes() int { return c.slab.Cap() * (ChunkLen*24 + 8) }
