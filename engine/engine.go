@@ -25,17 +25,7 @@ type rec struct {
 	data       uint32   // bytepool reference of handler bytes ++ payload
 	handlerLen uint32   // 0: the default handler
 	payloadLen uint32
-	state      recState
 }
-
-type recState uint8
-
-const (
-	stFree recState = iota
-	stPending
-	stCancelled // cancelled by the open transaction; unlinked when it commits
-	stFiring    // taken out of the pending set at end of block
-)
 
 type phase uint8
 
@@ -78,7 +68,7 @@ type Engine struct {
 }
 
 type undo struct {
-	node      uint32
+	rec       uint32
 	cancelled bool // else scheduled
 }
 
@@ -166,7 +156,7 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 }
 
 // A policy decides, at end of block, what happens to the due timers. It
-// receives them as a list of nodes already out of the tiers, and works
+// receives them as an iterator over entries already out of the tiers, and works
 // through the engine's take, fire and release steps; it never touches the
 // tiers.
 type policy interface {
@@ -188,7 +178,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		e.fire(x, i)
 		e.release(i)
 	}
-	clear(order) // no stale node index survives in the buffer
+	clear(order) // no stale record index survives in the buffer
 	e.due = order[:0]
 	return BlockResult{Fired: len(order)}
 }
@@ -200,7 +190,6 @@ func (e *Engine) take(i uint32) {
 	e.ids.del(&r.id)
 	e.actors.recs[r.actor].pending--
 	e.pending--
-	r.state = stFiring
 }
 
 // fire delivers taken timer i through x as a deferred transaction (CIP-5
@@ -271,7 +260,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
 	i := e.allocRec()
 	r := e.recs.At(i)
-	*r = rec{id: *id, height: height, seq: e.seq, state: stPending, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
+	*r = rec{id: *id, height: height, seq: e.seq, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
 	e.seq++
 	r.pos = e.q.Insert(ring.Entry{Height: height, Seq: r.seq, Val: uint64(i)})
 	if n := len(rt.handler) + len(rt.body); n > 0 {
@@ -284,7 +273,7 @@ func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
 	e.actors.recs[r.actor].pending++
 	e.ids.put(id, i)
 	e.pending++
-	e.undo = append(e.undo, undo{node: i})
+	e.undo = append(e.undo, undo{rec: i})
 }
 
 func (e *Engine) allocRec() uint32 {
@@ -368,7 +357,7 @@ func (e *Engine) PendingOf(actor Address) int {
 }
 
 // Stats describes the engine's tiers and the memory of its slabs: the
-// node arena and timer records, the id index and the payload store. The
+// chunk arena and timer records, the id index and the payload store. The
 // overflow B-tree's nodes and the actor map are not counted; measure the
 // heap (runtime.MemStats) for the whole.
 type Stats struct {

@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 )
 
-// idIndex maps the id of every pending timer to its node: open addressing
+// idIndex maps the id of every pending timer to its record: open addressing
 // with linear probing and backward-shift deletion. A slot holds a 32-bit tag
-// of the id's hash (bits 32..63) and the node index (bits 0..31); 0 is
+// of the id's hash (bits 32..63) and the record index (bits 0..31); 0 is
 // empty. The bucket of a slot is derived from its tag, so deletion can move
 // entries back without reading ids. At most half the slots are used.
 //
@@ -20,7 +20,7 @@ type idIndex struct {
 	mask  uint64
 	n     int
 	seed  [2]uint64
-	idOf  func(node uint32) *TimerID
+	idOf  func(rec uint32) *TimerID
 }
 
 func newIDIndex(idOf func(uint32) *TimerID) idIndex {
@@ -55,14 +55,14 @@ func (x *idIndex) get(id *TimerID) (uint32, bool) {
 	return uint32(x.slots[p]), ok
 }
 
-// put adds id -> node; id must not be present.
-func (x *idIndex) put(id *TimerID, node uint32) {
+// put adds id -> rec; id must not be present.
+func (x *idIndex) put(id *TimerID, rec uint32) {
 	if 2*(x.n+1) > len(x.slots) {
 		x.grow()
 	}
 	t := x.tag(id)
 	p, _ := x.find(id, t)
-	x.slots[p] = t<<32 | uint64(node)
+	x.slots[p] = t<<32 | uint64(rec)
 	x.n++
 }
 

@@ -123,10 +123,9 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 		return Cost{}, ErrNotOwner
 	}
 	e.ids.del(&id)
-	r.state = stCancelled
 	a.pending--
 	e.pending--
-	e.undo = append(e.undo, undo{node: i, cancelled: true})
+	e.undo = append(e.undo, undo{rec: i, cancelled: true})
 	return Cost{Cycles: e.cfg.CancelCycles}, nil
 }
 
@@ -159,8 +158,8 @@ func (tx Tx) Revert() error {
 func (e *Engine) commitTx() {
 	for _, u := range e.undo {
 		if u.cancelled {
-			e.unqueue(u.node)
-			e.release(u.node)
+			e.unqueue(u.rec)
+			e.release(u.rec)
 		}
 	}
 	e.closeTx()
@@ -169,10 +168,9 @@ func (e *Engine) commitTx() {
 func (e *Engine) revertTx() {
 	for k := len(e.undo) - 1; k >= 0; k-- {
 		u := e.undo[k]
-		r := e.recs.At(u.node)
+		r := e.recs.At(u.rec)
 		if u.cancelled {
-			r.state = stPending
-			e.ids.put(&r.id, u.node)
+			e.ids.put(&r.id, u.rec)
 			e.actors.recs[r.actor].pending++
 			e.pending++
 			continue
@@ -180,8 +178,8 @@ func (e *Engine) revertTx() {
 		e.ids.del(&r.id)
 		e.actors.recs[r.actor].pending--
 		e.pending--
-		e.unqueue(u.node)
-		e.release(u.node)
+		e.unqueue(u.rec)
+		e.release(u.rec)
 	}
 	e.seq = e.txs.seq0
 	e.closeTx()
