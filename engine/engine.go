@@ -257,7 +257,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 
 // schedule inserts a timer for the open transaction's actor after every
 // check has passed.
-func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
+func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt routing) {
 	i := e.allocRec()
 	r := e.recs.At(i)
 	*r = rec{id: *id, height: height, seq: e.seq, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
@@ -271,7 +271,7 @@ func (e *Engine) schedule(s *txState, id *TimerID, height uint64, rt routing) {
 	r.actor = e.actors.ref(s.actorIdx, &s.actor)
 	s.actorIdx = r.actor
 	e.actors.recs[r.actor].pending++
-	e.ids.put(id, i)
+	e.ids.putAt(at, id, i)
 	e.pending++
 	e.undo = append(e.undo, undo{rec: i})
 }

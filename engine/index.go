@@ -50,39 +50,62 @@ func (x *idIndex) find(id *TimerID, tag uint64) (uint64, bool) {
 	}
 }
 
+// slot is where a lookup found an id, or where it would go.
+type slot struct{ p, tag uint64 }
+
+// lookup finds id: its record and slot, or the slot where it would go.
+func (x *idIndex) lookup(id *TimerID) (slot, uint32, bool) {
+	t := x.tag(id)
+	p, ok := x.find(id, t)
+	return slot{p, t}, uint32(x.slots[p]), ok
+}
+
 func (x *idIndex) get(id *TimerID) (uint32, bool) {
-	p, ok := x.find(id, x.tag(id))
-	return uint32(x.slots[p]), ok
+	_, rec, ok := x.lookup(id)
+	return rec, ok
 }
 
 // put adds id -> rec; id must not be present.
 func (x *idIndex) put(id *TimerID, rec uint32) {
+	s, _, _ := x.lookup(id)
+	x.putAt(s, id, rec)
+}
+
+// putAt adds id -> rec at s, from a lookup of id that found nothing, with
+// no change to the index since.
+func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
 	if 2*(x.n+1) > len(x.slots) {
 		x.grow()
+		s.p, _ = x.find(id, s.tag)
 	}
-	t := x.tag(id)
-	p, _ := x.find(id, t)
-	x.slots[p] = t<<32 | uint64(rec)
+	x.slots[s.p] = s.tag<<32 | uint64(rec)
 	x.n++
 }
 
 // del removes id, which must be present.
 func (x *idIndex) del(id *TimerID) {
-	p, ok := x.find(id, x.tag(id))
+	s, _, ok := x.lookup(id)
 	if !ok {
 		panic("engine: id index lost a pending timer")
 	}
+	x.delAt(s)
+}
+
+// delAt removes the id at s, from a lookup that found it, with no change to
+// the index since.
+func (x *idIndex) delAt(s slot) {
+	p := s.p
 	x.n--
 	// Backward shift: pull later entries of the run into the hole when their
 	// home bucket does not lie strictly between the hole and them.
 	for q := (p + 1) & x.mask; ; q = (q + 1) & x.mask {
-		s := x.slots[q]
-		if s == 0 {
+		v := x.slots[q]
+		if v == 0 {
 			break
 		}
-		home := (s >> 32) & x.mask
+		home := (v >> 32) & x.mask
 		if (q-home)&x.mask >= (q-p)&x.mask {
-			x.slots[p] = s
+			x.slots[p] = v
 			p = q
 		}
 	}

@@ -97,10 +97,11 @@ func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 		return id, Cost{}, ErrTooManyTimers
 	}
 	e.timerID(&id, &s.actor, height, payload, s.nonce)
-	if _, dup := e.ids.get(&id); dup {
+	at, _, dup := e.ids.lookup(&id)
+	if dup {
 		return id, Cost{}, ErrDuplicateTimer
 	}
-	e.schedule(s, &id, height, rt)
+	e.schedule(s, at, &id, height, rt)
 	return id, Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}, nil
 }
 
@@ -113,7 +114,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 		return Cost{}, err
 	}
 	e := tx.e
-	i, ok := e.ids.get(&id)
+	at, i, ok := e.ids.lookup(&id)
 	if !ok {
 		return Cost{}, ErrUnknownTimer
 	}
@@ -122,7 +123,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	if a.addr != s.actor {
 		return Cost{}, ErrNotOwner
 	}
-	e.ids.del(&id)
+	e.ids.delAt(at)
 	a.pending--
 	e.pending--
 	e.undo = append(e.undo, undo{rec: i, cancelled: true})
