@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/enginemodel"
 )
 
 // invExec adapts a function to engine.Executor.
@@ -53,7 +54,7 @@ func invBlock(t *testing.T, e *engine.Engine, h uint64, x engine.Executor, txs .
 	t.Helper()
 	invMust(t, e.BeginBlock(h))
 	for k, f := range txs {
-		tx, err := e.Begin(actors[k%len(actors)], uint64(k))
+		tx, err := e.Begin(enginemodel.Actors[k%len(enginemodel.Actors)], uint64(k))
 		invMust(t, err)
 		f(tx)
 		invMust(t, tx.Commit())
@@ -106,7 +107,7 @@ func TestInvLifecycleErrors(t *testing.T) {
 	begin := func(h uint64) step { return func(e *engine.Engine) error { return e.BeginBlock(h) } }
 	end := func(e *engine.Engine) error { _, err := e.EndBlock(invNoop); return err }
 	commit := func(e *engine.Engine) error { return e.Commit() }
-	tx := func(e *engine.Engine) error { _, err := e.Begin(actors[0], 1); return err }
+	tx := func(e *engine.Engine) error { _, err := e.Begin(enginemodel.Actors[0], 1); return err }
 	skip := func(to uint64) step { return func(e *engine.Engine) error { _, err := e.SkipEmpty(to); return err } }
 	tests := []struct {
 		name  string
@@ -153,7 +154,7 @@ func TestInvLifecycleErrors(t *testing.T) {
 func TestInvClosedAndHandlerTx(t *testing.T) {
 	e := invEngine(t, nil)
 	invMust(t, e.BeginBlock(1))
-	tx, err := e.Begin(actors[0], 1)
+	tx, err := e.Begin(enginemodel.Actors[0], 1)
 	invMust(t, err)
 	id := invSchedule(t, tx, 2, "x")
 	invMust(t, tx.Commit())
@@ -182,7 +183,7 @@ func TestInvClosedAndHandlerTx(t *testing.T) {
 		if err := tx.Revert(); !errors.Is(err, engine.ErrHandlerTx) {
 			t.Errorf("handler Revert: %v", err)
 		}
-		if _, err := e.Begin(actors[1], 1); !errors.Is(err, engine.ErrTxOpen) {
+		if _, err := e.Begin(enginemodel.Actors[1], 1); !errors.Is(err, engine.ErrTxOpen) {
 			t.Errorf("Begin inside a handler: %v", err)
 		}
 		if _, err := e.EndBlock(invNoop); !errors.Is(err, engine.ErrTxOpen) {
@@ -228,7 +229,7 @@ func TestInvTimerIDVectors(t *testing.T) {
 		if got := hex.EncodeToString(id[:]); got != tc.want {
 			t.Errorf("id %s, want %s", got, tc.want)
 		}
-		if model := timerID(tc.actor, tc.height, payload, tc.nonce); model != id {
+		if model := enginemodel.TimerID(tc.actor, tc.height, payload, tc.nonce); model != id {
 			t.Errorf("the model derives %x", model)
 		}
 		if cost != (engine.Cost{Cycles: 1000, Cells: uint64(len(payload))}) {
@@ -243,7 +244,7 @@ func TestInvTimerIDVectors(t *testing.T) {
 // run; handler timers for a height come after the transactions' ones.
 func TestInvEndOfBlockRules(t *testing.T) {
 	e := invEngine(t, func(c *engine.Config) { c.MaxTimersPerActor = 2 })
-	a := actors[0]
+	a := enginemodel.Actors[0]
 	var due [2]engine.TimerID
 	var later engine.TimerID
 	invMust(t, e.BeginBlock(10))
@@ -304,7 +305,7 @@ func TestInvEndOfBlockRules(t *testing.T) {
 func TestInvCancelDueInBlock(t *testing.T) {
 	e := invEngine(t, nil)
 	invMust(t, e.BeginBlock(1))
-	tx, _ := e.Begin(actors[0], 1)
+	tx, _ := e.Begin(enginemodel.Actors[0], 1)
 	keep := invSchedule(t, tx, 2, "keep")
 	drop := invSchedule(t, tx, 2, "drop")
 	invMust(t, tx.Commit())
@@ -312,12 +313,12 @@ func TestInvCancelDueInBlock(t *testing.T) {
 	invMust(t, err)
 	invMust(t, e.Commit())
 	invMust(t, e.BeginBlock(2))
-	tx, _ = e.Begin(actors[1], 1)
+	tx, _ = e.Begin(enginemodel.Actors[1], 1)
 	if _, err := tx.Cancel(drop); !errors.Is(err, engine.ErrNotOwner) {
 		t.Fatalf("foreign cancel: %v", err)
 	}
 	invMust(t, tx.Commit())
-	tx, _ = e.Begin(actors[0], 2)
+	tx, _ = e.Begin(enginemodel.Actors[0], 2)
 	if c, err := tx.Cancel(drop); err != nil || c != (engine.Cost{Cycles: 500}) {
 		t.Fatalf("cancel in the due block: %+v %v", c, err)
 	}
@@ -340,7 +341,7 @@ func TestInvCancelDueInBlock(t *testing.T) {
 // timers, counts and FIFO positions exactly as they were.
 func TestInvRevertRestoresState(t *testing.T) {
 	e := invEngine(t, func(c *engine.Config) { c.MaxTimersPerActor = 3 })
-	a := actors[0]
+	a := enginemodel.Actors[0]
 	invMust(t, e.BeginBlock(1))
 	tx, _ := e.Begin(a, 1)
 	t1 := invSchedule(t, tx, 5, "1")
@@ -412,9 +413,9 @@ func TestInvSteadyStateMemory(t *testing.T) {
 // TestInvTopOfChain runs the chain to height 2^64-1 under every layout, with
 // timers due on its last heights.
 func TestInvTopOfChain(t *testing.T) {
-	for _, l := range modelLayouts {
+	for _, l := range enginemodel.Layouts {
 		t.Run(fmt.Sprint(l), func(t *testing.T) {
-			cfg := withLayout(engine.DefaultConfig(), l)
+			cfg := enginemodel.WithLayout(engine.DefaultConfig(), l)
 			e, err := engine.New(cfg)
 			invMust(t, err)
 			_, err = e.SkipEmpty(math.MaxUint64 - 10)
@@ -458,9 +459,9 @@ func TestInvTopOfChain(t *testing.T) {
 // height it returns is min(to, next due - 1) under every layout (the layout
 // is "speed and memory only, never behaviour").
 func TestInvSkipEmptyLayoutIndependent(t *testing.T) {
-	for _, l := range modelLayouts {
+	for _, l := range enginemodel.Layouts {
 		t.Run(fmt.Sprint(l), func(t *testing.T) {
-			e, err := engine.New(withLayout(engine.DefaultConfig(), l))
+			e, err := engine.New(enginemodel.WithLayout(engine.DefaultConfig(), l))
 			invMust(t, err)
 			invBlock(t, e, 1, invNoop, func(tx engine.Tx) { invSchedule(t, tx, 30, "") })
 			tests := []struct{ to, want uint64 }{{10, 10}, {29, 29}, {100, 29}}
@@ -479,13 +480,13 @@ func TestInvSkipEmptyLayoutIndependent(t *testing.T) {
 func TestInvStaleTxHandle(t *testing.T) {
 	e := invEngine(t, nil)
 	invMust(t, e.BeginBlock(1))
-	stale, err := e.Begin(actors[0], 1)
+	stale, err := e.Begin(enginemodel.Actors[0], 1)
 	invMust(t, err)
 	invMust(t, stale.Commit())
-	fresh, err := e.Begin(actors[1], 1)
+	fresh, err := e.Begin(enginemodel.Actors[1], 1)
 	invMust(t, err)
 	if _, _, err := stale.Schedule(5, []byte("as whom?")); !errors.Is(err, engine.ErrTxClosed) {
-		t.Errorf("Schedule on a committed handle after the next Begin: %v (PendingOf(actor 1) = %d)", err, e.PendingOf(actors[1]))
+		t.Errorf("Schedule on a committed handle after the next Begin: %v (PendingOf(actor 1) = %d)", err, e.PendingOf(enginemodel.Actors[1]))
 	}
 	invMust(t, fresh.Commit())
 }

@@ -10,5 +10,7 @@
 //
 //	go test ./fuzz -run '^$' -fuzz FuzzName -fuzztime 60s
 //
-// Seed corpora live in testdata/fuzz/FuzzName/.
+// Seed corpora live in testdata/fuzz/FuzzName/. The models the first two
+// check against are shared with the unit tests: internal/calendar/calendartest
+// and internal/enginemodel.
 package fuzz

@@ -13,6 +13,8 @@ import (
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/calendar/calendartest"
+	"github.com/timerlane/timerlane/internal/enginemodel"
 	"github.com/timerlane/timerlane/internal/replay"
 	"github.com/timerlane/timerlane/internal/trace"
 )
@@ -52,7 +54,7 @@ var fuzzLayouts = []calendar.Layout{
 // epoch length and count 1..9), the scale of the heights and where the
 // queue starts (at 0, mid-range, or close enough to 2^64-1 to reach it);
 // the rest drive inserts, removes, steps, NextAfter jumps and big advances,
-// checked against the model at every step. The same program then runs
+// checked against the model at every step. The same calendartest.Program then runs
 // under a second, fixed layout and must deliver the same.
 func FuzzTierMigration(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0})
@@ -70,23 +72,23 @@ func fuzzTier(t *testing.T, data []byte) {
 	r := uint64(2) << (data[0] % 9)
 	l := calendar.Layout{RingSize: r, EpochLength: 1 + uint64(data[1])%r, EpochCount: 1 + uint64(data[2])%9}
 	scale := []uint64{4, 40, 300, 5000}[data[3]%4]
-	p := program{ops: min(600, 20+3*len(data)), scale: scale, limit: math.MaxUint64 - 1<<20}
+	p := calendartest.Program{Ops: min(600, 20+3*len(data)), Scale: scale, Limit: math.MaxUint64 - 1<<20}
 	switch data[3] / 4 % 3 {
 	case 1:
-		p.base = 1<<33 + uint64(data[3])
+		p.Base = 1<<33 + uint64(data[3])
 	case 2:
-		p.base, p.limit = math.MaxUint64-4*scale-20, math.MaxUint64
+		p.Base, p.Limit = math.MaxUint64-4*scale-20, math.MaxUint64
 	}
-	log, err := p.runWith(l, newSource(data[4:]))
+	log, err := p.RunWith(l, newSource(data[4:]))
 	if err != nil {
 		t.Fatalf("layout %+v: %v", l, err)
 	}
 	other := fuzzLayouts[data[0]%byte(len(fuzzLayouts))]
-	log2, err := p.runWith(other, newSource(data[4:]))
+	log2, err := p.RunWith(other, newSource(data[4:]))
 	if err != nil {
 		t.Fatalf("layout %+v: %v", other, err)
 	}
-	if d := diffLogs(log, log2); d != "" {
+	if d := calendartest.DiffLogs(log, log2); d != "" {
 		t.Fatalf("layouts %+v and %+v differ at %s", l, other, d)
 	}
 }
@@ -94,7 +96,7 @@ func fuzzTier(t *testing.T, data []byte) {
 // ---- FuzzEngineOps ----
 
 // FuzzEngineOps: the first bytes choose the limits and two layouts; the
-// rest drive a program of blocks, transactions (schedule and cancel calls,
+// rest drive a calendartest.Program of blocks, transactions (schedule and cancel calls,
 // reverts) and skips, with handlers that schedule, cancel, fail and overrun
 // their limits. Both layouts and the model must log the same outcomes.
 func FuzzEngineOps(f *testing.F) {
@@ -114,18 +116,18 @@ func fuzzEngine(t *testing.T, data []byte) {
 	cfg.MaxTimersPerActor = []uint32{1, 2, 3, 1024}[data[0]%4]
 	cfg.MaxHandlerBytes = []uint32{6, 12, 256}[data[1]%3]
 	cfg.MaxPayloadBytes = []uint32{48, 64, 1 << 20}[data[1]/3%3]
-	la := modelLayouts[int(data[2])%len(modelLayouts)]
-	lb := modelLayouts[int(data[3])%len(modelLayouts)]
+	la := enginemodel.Layouts[int(data[2])%len(enginemodel.Layouts)]
+	lb := enginemodel.Layouts[int(data[3])%len(enginemodel.Layouts)]
 	if la == lb {
-		lb = modelLayouts[(int(data[3])+1)%len(modelLayouts)]
+		lb = enginemodel.Layouts[(int(data[3])+1)%len(enginemodel.Layouts)]
 	}
 	h := fnv.New64a()
 	h.Write(data)
-	p := genProgram(newSource(data[4:]), h.Sum64(), cfg, min(80, 4+len(data)/4))
-	want := runModel(cfg, p)
+	p := enginemodel.GenProgram(newSource(data[4:]), h.Sum64(), cfg, min(80, 4+len(data)/4))
+	want := enginemodel.RunModel(cfg, p)
 	for _, l := range [][3]uint64{la, lb} {
-		got, err := runEngine(withLayout(cfg, l), p)
-		if d := diff(want, got); d != "" || err != nil {
+		got, err := enginemodel.RunEngine(enginemodel.WithLayout(cfg, l), p)
+		if d := enginemodel.Diff(want, got); d != "" || err != nil {
 			t.Fatalf("layout %v, limits %d/%d/%d: err %v; logs differ at %s", l, cfg.MaxTimersPerActor, cfg.MaxHandlerBytes, cfg.MaxPayloadBytes, err, d)
 		}
 	}

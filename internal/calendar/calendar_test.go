@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/calendar/calendartest"
 )
 
 var long = flag.Bool("calendar.long", false, "run the randomized calendar tests with many more seeds")
@@ -92,7 +93,7 @@ func TestTierOf(t *testing.T) {
 		q.Advance(tc.height)
 		for h, want := range tc.tiers {
 			if got := q.TierOf(h); got != want {
-				t.Errorf("%s at %d: TierOf(%d) = %d, want %d", layoutName(tc.l), tc.height, h, got, want)
+				t.Errorf("%s at %d: TierOf(%d) = %d, want %d", calendartest.LayoutName(tc.l), tc.height, h, got, want)
 			}
 		}
 	}
@@ -114,13 +115,13 @@ func TestRandomDifferential(t *testing.T) {
 		all = append(all, randomLayout(rng))
 	}
 	for _, l := range all {
-		t.Run(layoutName(l), func(t *testing.T) {
+		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
 			for s := range seeds {
-				p := program{seed: uint64(s), ops: ops, scale: horizon(l), limit: math.MaxUint64 - 1<<20}
+				p := calendartest.Program{Seed: uint64(s), Ops: ops, Scale: calendartest.Horizon(l), Limit: math.MaxUint64 - 1<<20}
 				if s%3 == 2 {
-					p.base = 1<<33 + uint64(s) // somewhere in the middle of the range
+					p.Base = 1<<33 + uint64(s) // somewhere in the middle of the range
 				}
-				if _, err := p.run(l); err != nil {
+				if _, err := p.Run(l); err != nil {
 					t.Fatalf("seed %d: %v", s, err)
 				}
 			}
@@ -136,22 +137,22 @@ func TestLayoutsAgree(t *testing.T) {
 		seeds = 2
 	}
 	for s := range seeds {
-		p := program{seed: 1000 + uint64(s), ops: 1500, scale: []uint64{8, 40, 300, 5000}[s%4], limit: math.MaxUint64 - 1<<20}
+		p := calendartest.Program{Seed: 1000 + uint64(s), Ops: 1500, Scale: []uint64{8, 40, 300, 5000}[s%4], Limit: math.MaxUint64 - 1<<20}
 		var ref []string
 		for k, l := range layouts {
-			log, err := p.run(l)
+			log, err := p.Run(l)
 			if err != nil {
-				t.Fatalf("seed %d, %s: %v", p.seed, layoutName(l), err)
+				t.Fatalf("seed %d, %s: %v", p.Seed, calendartest.LayoutName(l), err)
 			}
 			if k == 0 {
 				ref = log
 				if len(ref) < 50 {
-					t.Fatalf("seed %d: only %d deliveries: the program tests little", p.seed, len(ref))
+					t.Fatalf("seed %d: only %d deliveries: the calendartest.Program tests little", p.Seed, len(ref))
 				}
 				continue
 			}
-			if d := diffLogs(ref, log); d != "" {
-				t.Fatalf("seed %d: %s and %s differ at %s", p.seed, layoutName(layouts[0]), layoutName(l), d)
+			if d := calendartest.DiffLogs(ref, log); d != "" {
+				t.Fatalf("seed %d: %s and %s differ at %s", p.Seed, calendartest.LayoutName(layouts[0]), calendartest.LayoutName(l), d)
 			}
 		}
 	}
@@ -161,11 +162,11 @@ func TestLayoutsAgree(t *testing.T) {
 // every timer up to 2^64-1 is delivered, in order.
 func TestTopOfRange(t *testing.T) {
 	for _, l := range layouts {
-		t.Run(layoutName(l), func(t *testing.T) {
+		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
 			for s := range 6 {
-				scale := horizon(l)
-				p := program{seed: 77 + uint64(s), ops: 3000, scale: scale, base: math.MaxUint64 - 4*scale - 20, limit: math.MaxUint64}
-				if _, err := p.run(l); err != nil {
+				scale := calendartest.Horizon(l)
+				p := calendartest.Program{Seed: 77 + uint64(s), Ops: 3000, Scale: scale, Base: math.MaxUint64 - 4*scale - 20, Limit: math.MaxUint64}
+				if _, err := p.Run(l); err != nil {
 					t.Fatalf("seed %d: %v", s, err)
 				}
 			}
@@ -177,45 +178,45 @@ func TestTopOfRange(t *testing.T) {
 // and steps there one height at a time.
 func TestTopHeights(t *testing.T) {
 	for _, l := range layouts {
-		for _, from := range []uint64{0, math.MaxUint64 - 1<<20, math.MaxUint64 - horizon(l) - 7, math.MaxUint64 - 6} {
-			t.Run(fmt.Sprintf("%s/from_max-%d", layoutName(l), math.MaxUint64-from), func(t *testing.T) {
-				h, err := newHarness(l)
+		for _, from := range []uint64{0, math.MaxUint64 - 1<<20, math.MaxUint64 - calendartest.Horizon(l) - 7, math.MaxUint64 - 6} {
+			t.Run(fmt.Sprintf("%s/from_max-%d", calendartest.LayoutName(l), math.MaxUint64-from), func(t *testing.T) {
+				h, err := calendartest.NewHarness(l)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if from > 0 {
-					if err := h.advance(from); err != nil {
+					if err := h.Advance(from); err != nil {
 						t.Fatal(err)
 					}
 				}
 				for round := 0; round < 3; round++ {
 					for x := uint64(0); x <= 5; x++ {
-						if err := h.insert(math.MaxUint64 - x); err != nil {
+						if err := h.Insert(math.MaxUint64 - x); err != nil {
 							t.Fatal(err)
 						}
 					}
 				}
-				if err := h.check(); err != nil {
+				if err := h.Check(); err != nil {
 					t.Fatal(err)
 				}
 				// Step the last 8 heights one by one; jump before that.
-				if h.cur() < math.MaxUint64-8 {
-					if err := h.advance(math.MaxUint64 - 8); err != nil {
+				if h.Cur() < math.MaxUint64-8 {
+					if err := h.Advance(math.MaxUint64 - 8); err != nil {
 						t.Fatal(err)
 					}
 				}
-				for h.cur() < math.MaxUint64 {
-					if err := h.advance(h.cur() + 1); err != nil {
+				for h.Cur() < math.MaxUint64 {
+					if err := h.Advance(h.Cur() + 1); err != nil {
 						t.Fatal(err)
 					}
-					if err := h.check(); err != nil {
+					if err := h.Check(); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if len(h.pos) != 0 || len(h.log) != 6 {
-					t.Fatalf("%d timers left, %d heights delivered: %v", len(h.pos), len(h.log), h.log)
+				if len(h.Pos) != 0 || len(h.Log) != 6 {
+					t.Fatalf("%d timers left, %d heights delivered: %v", len(h.Pos), len(h.Log), h.Log)
 				}
-				if _, ok := h.q.NextAfter(); ok {
+				if _, ok := h.Q.NextAfter(); ok {
 					t.Fatal("NextAfter at 2^64-1 found something")
 				}
 			})
@@ -223,13 +224,13 @@ func TestTopHeights(t *testing.T) {
 	}
 }
 
-// TestNextAfterJumps reaches sparse timers (some far beyond every horizon)
+// TestNextAfterJumps reaches sparse timers (some far beyond every calendartest.Horizon)
 // only through NextAfter: jump to NextAfter()-1, then step.
 func TestNextAfterJumps(t *testing.T) {
 	for _, l := range layouts {
-		t.Run(layoutName(l), func(t *testing.T) {
+		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 5))
-			h, err := newHarness(l)
+			h, err := calendartest.NewHarness(l)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,45 +238,45 @@ func TestNextAfterJumps(t *testing.T) {
 				var ht uint64
 				switch rng.IntN(4) {
 				case 0:
-					ht = 1 + rng.Uint64N(horizon(l))
+					ht = 1 + rng.Uint64N(calendartest.Horizon(l))
 				case 1:
-					ht = 1 + rng.Uint64N(10*horizon(l))
+					ht = 1 + rng.Uint64N(10*calendartest.Horizon(l))
 				case 2:
 					ht = 1 + rng.Uint64N(1<<20)
 				default:
 					ht = 1 + rng.Uint64N(1<<50)
 				}
-				if err := h.insert(ht); err != nil {
+				if err := h.Insert(ht); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want := len(h.pos)
-			heights := len(h.model)
-			for rounds := 0; len(h.model) > 0; rounds++ {
+			want := len(h.Pos)
+			heights := len(h.Model)
+			for rounds := 0; len(h.Model) > 0; rounds++ {
 				if rounds > 3*heights+10 {
 					t.Fatalf("%d rounds for %d heights", rounds, heights)
 				}
-				nxt, ok, err := h.nextAfter()
+				nxt, ok, err := h.NextAfter()
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !ok {
 					t.Fatal("NextAfter found nothing with timers resident")
 				}
-				if nxt-1 > h.cur() {
-					if err := h.advance(nxt - 1); err != nil {
+				if nxt-1 > h.Cur() {
+					if err := h.Advance(nxt - 1); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if err := h.advance(nxt); err != nil {
+				if err := h.Advance(nxt); err != nil {
 					t.Fatal(err)
 				}
-				if err := h.check(); err != nil {
+				if err := h.Check(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if h.q.Len() != 0 || h.q.C.Live() != 0 || len(h.log) != heights {
-				t.Fatalf("delivered %d heights of %d (%d timers), %d left", len(h.log), heights, want, h.q.Len())
+			if h.Q.Len() != 0 || h.Q.C.Live() != 0 || len(h.Log) != heights {
+				t.Fatalf("delivered %d heights of %d (%d timers), %d left", len(h.Log), heights, want, h.Q.Len())
 			}
 		})
 	}
@@ -287,44 +288,44 @@ func TestNextAfterJumps(t *testing.T) {
 // insertion order.
 func TestMigrationKeepsFIFO(t *testing.T) {
 	for _, l := range layouts {
-		t.Run(layoutName(l), func(t *testing.T) {
-			h, err := newHarness(l)
+		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
+			h, err := calendartest.NewHarness(l)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The last height of an epoch: with k = 0 the ring holds only the
 			// current epoch, so it is in the ring before it is due.
-			target := 5*horizon(l) + l.EpochLength - 1
+			target := 5*calendartest.Horizon(l) + l.EpochLength - 1
 			last := target - target%l.EpochLength + l.EpochLength - 1 // of target's epoch
 			neighbours := []uint64{target, last, target + 1, target + l.EpochLength}
 			tiersSeen := map[calendar.Tier]bool{}
-			for h.cur() < target-1 {
-				tiersSeen[h.q.TierOf(target)] = true
+			for h.Cur() < target-1 {
+				tiersSeen[h.Q.TierOf(target)] = true
 				for _, n := range neighbours {
-					if n > h.cur() {
-						if err := h.insert(n); err != nil {
+					if n > h.Cur() {
+						if err := h.Insert(n); err != nil {
 							t.Fatal(err)
 						}
 					}
 				}
-				step := max(1, (target-h.cur())/3)
+				step := max(1, (target-h.Cur())/3)
 				if step > 1 {
 					step = min(step, l.EpochLength)
 				}
-				if err := h.advance(min(h.cur()+step, target-1)); err != nil {
+				if err := h.Advance(min(h.Cur()+step, target-1)); err != nil {
 					t.Fatal(err)
 				}
-				if err := h.check(); err != nil {
+				if err := h.Check(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			tiersSeen[h.q.TierOf(target)] = true
+			tiersSeen[h.Q.TierOf(target)] = true
 			if !tiersSeen[calendar.TierOverflow] || !tiersSeen[calendar.TierEpoch] || !tiersSeen[calendar.TierRing] {
 				t.Fatalf("target height visited tiers %v only", tiersSeen)
 			}
-			n := len(h.model[target])
-			for len(h.model) > 0 {
-				if err := h.jump(); err != nil {
+			n := len(h.Model[target])
+			for len(h.Model) > 0 {
+				if err := h.Jump(); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,14 +1,13 @@
-package fuzz
-
-// This file is a copy of engine/model_test.go (package engine_test) without
-// its test function, for FuzzEngineOps: keep the two in step.
+// Package enginemodel is a deliberately simple model of the engine's rules
+// (FORMAT.md, docs/SPEC.md) for differential tests and fuzz targets: random
+// programs of blocks, user transactions and handler scripts run on the
+// engine under any layout and on the model, and their logs must be
+// identical. It is test support, not part of the engine.
 //
-// A randomized differential test of the engine against a deliberately
-// simple model of FORMAT.md's rules: random programs of blocks, user
-// transactions (some reverting) and empty-block skips, with handlers that
-// schedule, cancel and revert, run on the engine under several tier layouts
-// and on the model. Every call's outcome, every delivery and every block's
-// figures go into a log; the logs must be identical.
+// Programs hold blocks, user transactions (some reverting) and empty-block
+// skips, with handlers that schedule, cancel and revert. Every call's
+// outcome, every delivery and every block's figures go into a log.
+package enginemodel
 
 import (
 	"bytes"
@@ -82,7 +81,7 @@ type mScript struct {
 	overCell  bool // it uses more cells than its limit
 }
 
-type mProgram struct {
+type Program struct {
 	start     uint64 // the first block
 	skipFirst bool   // reach start-1 with SkipEmpty before the first block
 	steps     []mStep
@@ -90,7 +89,7 @@ type mProgram struct {
 	script func(n int) mScript
 }
 
-var actors = []engine.Address{
+var Actors = []engine.Address{
 	{0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa},
 	{0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb},
 	{19: 1},
@@ -98,7 +97,7 @@ var actors = []engine.Address{
 }
 
 func actorIndex(a engine.Address) int {
-	for i, x := range actors {
+	for i, x := range Actors {
 		if x == a {
 			return i
 		}
@@ -188,7 +187,7 @@ func route(p []byte) (routed bool, handler string, body []byte) {
 	return true, h, dec
 }
 
-func timerID(actor engine.Address, height uint64, payload []byte, nonce uint64) engine.TimerID {
+func TimerID(actor engine.Address, height uint64, payload []byte, nonce uint64) engine.TimerID {
 	k := sha3.NewLegacyKeccak256()
 	k.Write(actor[:])
 	binary.Write(k, binary.BigEndian, height)
@@ -249,7 +248,7 @@ func (m *model) schedule(actor int, nonce uint64, height uint64, payload []byte)
 	if m.st.count[actor] >= int(m.cfg.MaxTimersPerActor) {
 		return id, engine.Cost{}, "TooManyTimers"
 	}
-	id = timerID(actors[actor], height, payload, nonce)
+	id = TimerID(Actors[actor], height, payload, nonce)
 	if _, dup := m.st.pending[id]; dup {
 		return engine.TimerID{}, engine.Cost{}, "DuplicateTimer"
 	}
@@ -300,7 +299,7 @@ func (m *model) tx(tx mTx) {
 	}
 }
 
-func (m *model) endBlock(p *mProgram) {
+func (m *model) endBlock(p *Program) {
 	var due []modelTimer
 	for _, t := range m.st.pending {
 		if t.height == m.height {
@@ -335,7 +334,7 @@ func (m *model) after() {
 	}
 }
 
-func (m *model) block(p *mProgram, s mStep) {
+func (m *model) block(p *Program, s mStep) {
 	m.height++
 	for _, tx := range s.txs {
 		m.tx(tx)
@@ -343,8 +342,8 @@ func (m *model) block(p *mProgram, s mStep) {
 	m.endBlock(p)
 }
 
-func runModel(cfg engine.Config, p *mProgram) []string {
-	m := &model{cfg: cfg, st: &modelState{pending: map[engine.TimerID]modelTimer{}, count: make([]int, len(actors))}}
+func RunModel(cfg engine.Config, p *Program) []string {
+	m := &model{cfg: cfg, st: &modelState{pending: map[engine.TimerID]modelTimer{}, count: make([]int, len(Actors))}}
 	m.height = p.start - 1
 	for _, s := range p.steps {
 		if m.height == math.MaxUint64 {
@@ -378,7 +377,7 @@ func runModel(cfg engine.Config, p *mProgram) []string {
 type engineRunner struct {
 	e      *engine.Engine
 	cfg    engine.Config
-	p      *mProgram
+	p      *Program
 	ids    []engine.TimerID
 	fires  int
 	log    []string
@@ -469,7 +468,7 @@ func (r *engineRunner) block(h uint64, s mStep, quiet bool) error {
 		return fmt.Errorf("BeginBlock(%d): %v", h, err)
 	}
 	for _, t := range s.txs {
-		tx, err := r.e.Begin(actors[t.actor], t.nonce)
+		tx, err := r.e.Begin(Actors[t.actor], t.nonce)
 		if err != nil {
 			return fmt.Errorf("Begin: %v", err)
 		}
@@ -506,9 +505,9 @@ func (r *engineRunner) block(h uint64, s mStep, quiet bool) error {
 // own accounting.
 func (r *engineRunner) after() error {
 	e := r.e
-	counts := make([]int, len(actors))
+	counts := make([]int, len(Actors))
 	sum, withTimers := 0, 0
-	for i, a := range actors {
+	for i, a := range Actors {
 		counts[i] = e.PendingOf(a)
 		sum += counts[i]
 		if counts[i] > 0 {
@@ -526,7 +525,7 @@ func (r *engineRunner) after() error {
 	case st.InRing+st.InEpochs+st.InOverflow != e.Pending():
 		return fmt.Errorf("tiers hold %d+%d+%d timers, %d pending", st.InRing, st.InEpochs, st.InOverflow, e.Pending())
 	case st.Actors != withTimers:
-		return fmt.Errorf("the actor table holds %d actors, %d have timers", st.Actors, withTimers)
+		return fmt.Errorf("the actor table holds %d Actors, %d have timers", st.Actors, withTimers)
 	}
 	for k := max(0, len(r.ids)-6); k < len(r.ids); k++ {
 		t, ok := e.Lookup(r.ids[k])
@@ -538,7 +537,7 @@ func (r *engineRunner) after() error {
 	return nil
 }
 
-func runEngine(cfg engine.Config, p *mProgram) ([]string, error) {
+func RunEngine(cfg engine.Config, p *Program) ([]string, error) {
 	e, err := engine.New(cfg)
 	if err != nil {
 		return nil, err
@@ -760,11 +759,11 @@ func (g *gen) nonce() uint64 {
 	return uint64(g.rng.IntN(3))
 }
 
-// genProgram draws a program of steps steps from r; the handler scripts
+// GenProgram draws a program of steps steps from r; the handler scripts
 // are drawn from PCG streams of scriptSeed.
-func genProgram(r *rand.Rand, scriptSeed uint64, cfg engine.Config, steps int) *mProgram {
+func GenProgram(r *rand.Rand, scriptSeed uint64, cfg engine.Config, steps int) *Program {
 	g := &gen{rng: r, cfg: cfg}
-	p := &mProgram{start: []uint64{1, 2, 1000, 1<<40 + 17}[r.IntN(4)], skipFirst: r.IntN(2) == 0}
+	p := &Program{start: []uint64{1, 2, 1000, 1<<40 + 17}[r.IntN(4)], skipFirst: r.IntN(2) == 0}
 	for range steps {
 		if r.IntN(100) < 12 {
 			by := 1 + r.Uint64N(30)
@@ -776,7 +775,7 @@ func genProgram(r *rand.Rand, scriptSeed uint64, cfg engine.Config, steps int) *
 		}
 		var s mStep
 		for range r.IntN(4) {
-			s.txs = append(s.txs, mTx{actor: r.IntN(len(actors)), nonce: g.nonce(), calls: g.calls(false, 1+r.IntN(4)), revert: r.IntN(5) == 0})
+			s.txs = append(s.txs, mTx{actor: r.IntN(len(Actors)), nonce: g.nonce(), calls: g.calls(false, 1+r.IntN(4)), revert: r.IntN(5) == 0})
 		}
 		p.steps = append(p.steps, s)
 	}
@@ -792,14 +791,14 @@ func genProgram(r *rand.Rand, scriptSeed uint64, cfg engine.Config, steps int) *
 	return p
 }
 
-var modelLayouts = [][3]uint64{{2, 1, 1}, {2, 2, 1}, {4, 2, 2}, {8, 3, 2}, {16, 8, 3}, {64, 64, 1}, {4096, 1024, 64}}
+var Layouts = [][3]uint64{{2, 1, 1}, {2, 2, 1}, {4, 2, 2}, {8, 3, 2}, {16, 8, 3}, {64, 64, 1}, {4096, 1024, 64}}
 
-func withLayout(cfg engine.Config, l [3]uint64) engine.Config {
+func WithLayout(cfg engine.Config, l [3]uint64) engine.Config {
 	cfg.RingSize, cfg.EpochLength, cfg.EpochCount = l[0], l[1], l[2]
 	return cfg
 }
 
-func diff(a, b []string) string {
+func Diff(a, b []string) string {
 	for i := 0; i < len(a) || i < len(b); i++ {
 		var x, y string
 		if i < len(a) {
