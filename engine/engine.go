@@ -57,6 +57,7 @@ type Engine struct {
 	txs    txState // the open transaction, if any
 	undo   []undo
 	due    []uint32
+	tags   []uint64 // id hashes of the due timers, for take
 	del    Delivery
 	obs    Observer
 
@@ -170,10 +171,9 @@ type fifo struct{}
 func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	order := e.due[:0]
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
-		i := uint32(t.Val)
-		e.take(i)
-		order = append(order, i)
+		order = append(order, uint32(t.Val))
 	}
+	e.take(order)
 	for _, i := range order {
 		e.fire(x, i)
 		e.release(i)
@@ -183,13 +183,24 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	return BlockResult{Fired: len(order)}
 }
 
-// take removes a due timer from the pending set: its id is no longer
-// pending and it no longer counts toward its actor's cap.
-func (e *Engine) take(i uint32) {
-	r := e.recs.At(i)
-	e.ids.del(&r.id)
-	e.actors.recs[r.actor].pending--
-	e.pending--
+// take removes due timers from the pending set: their ids are no longer
+// pending and they no longer count toward their actors' caps. It works in
+// passes over the list, each a short loop of independent loads, so that
+// the cache misses of many timers overlap instead of queueing one timer
+// at a time.
+func (e *Engine) take(due []uint32) {
+	tags := e.tags[:0]
+	for _, i := range due {
+		tags = append(tags, e.ids.tag(&e.recs.At(i).id))
+	}
+	for k, i := range due {
+		e.ids.delRec(tags[k], i)
+	}
+	for _, i := range due {
+		e.actors.recs[e.recs.At(i).actor].pending--
+	}
+	e.tags = tags[:0]
+	e.pending -= len(due)
 }
 
 // fire delivers taken timer i through x as a deferred transaction (CIP-5

@@ -91,6 +91,21 @@ func (x *idIndex) del(id *TimerID) {
 	x.delAt(s)
 }
 
+// delRec removes the entry of record rec, whose id hashes to tag: the
+// probe compares record indices, so it reads no id.
+func (x *idIndex) delRec(tag uint64, rec uint32) {
+	for p := tag & x.mask; ; p = (p + 1) & x.mask {
+		v := x.slots[p]
+		if v == 0 {
+			panic("engine: id index lost a pending timer")
+		}
+		if uint32(v) == rec {
+			x.delAt(slot{p: p, tag: tag})
+			return
+		}
+	}
+}
+
 // delAt removes the id at s, from a lookup that found it, with no change to
 // the index since.
 func (x *idIndex) delAt(s slot) {
