@@ -545,7 +545,7 @@ func (s *scenario) report(w io.Writer) {
 	row("rejected TooManyTimers", commas(s.tooMany), fmt.Sprintf("calls (cap %d pending per actor)", s.cfg.MaxTimersPerActor))
 	row("rejected DuplicateTimer", commas(s.dup), "calls (same actor, height, payload, nonce)")
 	row("load blocks", commas(c.blocks), "blocks (transactions and fires)")
-	row("drain blocks run", commas(s.drainBlocks), fmt.Sprintf("blocks (%s fired nothing: SkipEmpty stops where an epoch holding timers begins)", commas(s.drainEmpty)))
+	row("drain blocks run", commas(s.drainBlocks), fmt.Sprintf("blocks (%s of them fired nothing)", commas(s.drainEmpty)))
 	row("empty blocks skipped", commas(s.skipped), "blocks (SkipEmpty)")
 	row("final height", commas(int(s.height)), "")
 	ps := s.peak
