@@ -9,8 +9,9 @@
 // internal/calendar), heap (hand-written binary heap), container_heap,
 // btree (tidwall/btree ordered map, Aptos' BigOrderedMap approach) and
 // map_slices (height -> slice, CIP-5's node layout). Gaps: exp (geometric,
-// mean 1024), uniform (1..2000) and bimodal (90% 1..64, 10%
-// 50,000..500,000, through the epoch and overflow tiers). Residents start
+// mean 1024), uniform (1..2000), bimodal (90% 1..64, 10% 50,000..500,000,
+// through the epoch tier) and far (90% 1..64, 10% 500,000..5,000,000,
+// through the overflow tier as well). Residents start
 // in the model's equilibrium, so no warm-up is needed. allocs/Mop is the
 // exact allocation count per million ops, which allocs/op truncates.
 //
@@ -29,7 +30,7 @@
 // alloc_test.go checks, in a few milliseconds, that Schedule, Cancel and
 // end of block allocate nothing in steady state; it runs with go test.
 //
-// Run (about 10 minutes on 2 cores):
+// Run (about 15 minutes on 2 cores):
 //
 //	go test ./bench -run '^$' -bench . -benchmem -count 6 | tee out.txt
 //	benchstat -col /impl -filter '.name:Hold' out.txt

@@ -35,6 +35,7 @@ var dists = []dist{
 	{"exp", expGap},
 	{"uniform", func(r *rand.Rand) uint64 { return 1 + r.Uint64N(2000) }},
 	{"bimodal", bimodalGap},
+	{"far", farGap},
 }
 
 // survival[g] is P(X >= g) in 0.64 fixed point for X geometric with success
@@ -58,12 +59,22 @@ func expGap(r *rand.Rand) uint64 {
 }
 
 // bimodalGap is near 90% of the time (1..64, the ring) and far otherwise
-// (50,000..500,000, through the epoch and overflow tiers).
+// (50,000..500,000, through the epoch tier).
 func bimodalGap(r *rand.Rand) uint64 {
 	if r.Uint64N(10) != 0 {
 		return 1 + r.Uint64N(64)
 	}
 	return 50_000 + r.Uint64N(450_001)
+}
+
+// farGap is bimodal with the far gaps ten times longer (500,000..5,000,000):
+// under the default layout the epoch tier ends 528,384 blocks ahead, so
+// these far timers start in the overflow tier.
+func farGap(r *rand.Rand) uint64 {
+	if r.Uint64N(10) != 0 {
+		return 1 + r.Uint64N(64)
+	}
+	return 500_000 + r.Uint64N(4_500_001)
 }
 
 // workload is one distribution's gaps and the heights of the resident timers

@@ -221,7 +221,9 @@ func (e *Engine) fire(x Executor, i uint32) {
 	d.CyclesLimit, d.CellsLimit = e.cfg.CyclesPerFire, e.cfg.CellsPerFire
 
 	tx := e.openTx(d.Actor, 0, true)
-	e.txs.from, e.txs.hasFrom = r.id, true
+	// The firing record lives until after the handler, and its actor's
+	// entry with it: the handler's calls need no actor lookup.
+	e.txs.from, e.txs.actorIdx = i, r.actor
 	u, err := x.Execute(tx, d)
 	res := FireResult{Usage: u, Err: err}
 	res.Reverted = err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit

@@ -23,8 +23,7 @@ type txState struct {
 	actorIdx uint32
 	nonce    uint64
 	seq0     uint64
-	from     TimerID
-	hasFrom  bool
+	from     uint32 // the record of the timer whose handler runs; 0 for a user tx
 	open     bool
 	handler  bool
 }
@@ -64,7 +63,9 @@ func (tx Tx) SetNonce(n uint64) {
 // FromTimer is the id of the timer whose handler runs in tx, if any.
 func (tx Tx) FromTimer() (TimerID, bool) {
 	if s, err := tx.state(); err == nil {
-		return s.from, s.hasFrom
+		if s.from != 0 {
+			return tx.e.recs.At(s.from).id, true
+		}
 	}
 	return TimerID{}, false
 }
