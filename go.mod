@@ -3,12 +3,12 @@ module github.com/timerlane/timerlane
 go 1.26.0
 
 require (
+	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/btree v1.8.2
 	golang.org/x/crypto v0.58.0
 )
 
 require (
-	github.com/stretchr/testify v1.12.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
