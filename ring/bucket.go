@@ -5,6 +5,7 @@ type Bucket struct {
 	head, tail uint32 // chunks
 	tailLen    uint32 // entries written in the tail chunk
 	Live       int    // entries that are not tombstones
+	Dead       int    // tombstones
 }
 
 // Empty reports whether the bucket holds no live entry.
@@ -28,13 +29,35 @@ func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 	return p
 }
 
-// Kill makes the entry at p a tombstone. When no live entry is left the
-// bucket's chunks go back to the arena.
+// Kill makes the entry at p a tombstone; the last entry written is simply
+// taken back. When no live entry is left the bucket's chunks go back to the
+// arena. Callers compact the bucket when NeedsCompaction says so, so that
+// tombstones never outgrow the live entries.
 func (b *Bucket) Kill(c *Chunks, p Pos) {
 	c.At(p).Seq = 0
 	b.Live--
+	if p == Pos(b.tail*ChunkLen+b.tailLen-1) {
+		b.tailLen--
+	} else {
+		b.Dead++
+	}
 	if b.Live == 0 {
 		b.Release(c)
+	}
+}
+
+// NeedsCompaction reports whether the tombstones outnumber the live
+// entries by more than a chunk.
+func (b *Bucket) NeedsCompaction() bool { return b.Dead > b.Live+ChunkLen }
+
+// Compact rewrites the bucket without its tombstones, in order, and tells
+// moved the new position of every live entry. Its cost is paid for by the
+// tombstones it drops (more than half the entries), so cancels stay O(1)
+// amortized and memory stays proportional to the live entries.
+func (b *Bucket) Compact(c *Chunks, moved func(Entry, Pos)) {
+	it := b.Drain()
+	for e, ok := it.Next(c); ok; e, ok = it.Next(c) {
+		moved(e, b.Push(c, e))
 	}
 }
 

@@ -161,3 +161,43 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+func TestKillAndCompact(t *testing.T) {
+	c := NewChunks()
+	var b Bucket
+	pos := map[uint64]Pos{}
+	for s := uint64(1); s <= 3*ChunkLen; s++ {
+		pos[s] = b.Push(c, Entry{Height: 1, Seq: s, Val: s})
+	}
+	// The last entry written is taken back, not left as a tombstone.
+	b.Kill(c, pos[3*ChunkLen])
+	if b.Dead != 0 || b.Live != 3*ChunkLen-1 {
+		t.Fatalf("after killing the tail: Live %d Dead %d", b.Live, b.Dead)
+	}
+	// Kill every odd seq but the first: more dead than live + a chunk.
+	for s := uint64(3); s < 3*ChunkLen; s += 2 {
+		b.Kill(c, pos[s])
+	}
+	for s := uint64(2); s <= 20; s += 2 {
+		b.Kill(c, pos[s])
+	}
+	if !b.NeedsCompaction() {
+		t.Fatalf("Live %d Dead %d: compaction not asked for", b.Live, b.Dead)
+	}
+	before := c.Live()
+	moved := map[uint64]Pos{}
+	b.Compact(c, func(e Entry, p Pos) { moved[e.Val] = p })
+	var want []uint64
+	b.Walk(c, func(e Entry) { want = append(want, e.Seq) })
+	if len(moved) != b.Live || b.Dead != 0 || c.Live() >= before {
+		t.Fatalf("compaction: %d moved, Live %d, Dead %d, chunks %d -> %d", len(moved), b.Live, b.Dead, before, c.Live())
+	}
+	for val, p := range moved {
+		if c.At(p).Val != val {
+			t.Fatalf("moved reported %d at %d, which holds %+v", val, p, *c.At(p))
+		}
+	}
+	if got := seqs(c, b.Drain()); !slices.Equal(got, want) || !slices.IsSorted(got) || got[0] != 1 {
+		t.Fatalf("after compaction drained %v", got)
+	}
+}

@@ -152,12 +152,7 @@ func (q *Queue) Insert(e ring.Entry) ring.Pos {
 }
 
 // place inserts a timer that moves down a tier and reports its position.
-func (q *Queue) place(e ring.Entry) {
-	p := q.Insert(e)
-	if q.moved != nil {
-		q.moved(e.Val, p)
-	}
-}
+func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
 
 // Remove takes the resident timer (height, seq), last reported at p, out
 // of its tier.
@@ -168,15 +163,29 @@ func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
 			panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds (%d, %d)", height, seq, p, e.Height, e.Seq))
 		}
 	}
+	var b *ring.Bucket
 	switch t {
 	case TierRing:
 		q.ring.Kill(q.C, height, p)
+		b = q.ring.Bucket(height)
 	case TierEpoch:
 		q.epochs.Kill(q.C, height, p)
+		b = q.epochs.Bucket(height / q.length)
 	default:
 		if !q.overflow.Delete(height, seq) {
 			panic(fmt.Sprintf("calendar: (%d, %d) not in overflow", height, seq))
 		}
+		return
+	}
+	if b.NeedsCompaction() {
+		b.Compact(q.C, q.report)
+	}
+}
+
+// report tells the owner a timer's new position.
+func (q *Queue) report(e ring.Entry, p ring.Pos) {
+	if q.moved != nil {
+		q.moved(e.Val, p)
 	}
 }
 

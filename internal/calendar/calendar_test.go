@@ -335,3 +335,57 @@ func TestMigrationKeepsFIFO(t *testing.T) {
 		})
 	}
 }
+
+// TestChurnStaysBounded: schedule-and-cancel churn into a bucket that keeps
+// live timers must not pile up tombstones: memory follows the live timers,
+// and compaction keeps FIFO order and every position right.
+func TestChurnStaysBounded(t *testing.T) {
+	for _, l := range []calendar.Layout{{RingSize: 4096, EpochLength: 1024, EpochCount: 512}, {RingSize: 4, EpochLength: 2, EpochCount: 2}} {
+		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
+			h, err := calendartest.NewHarness(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One height in the ring and one in the epoch tier, each with
+			// keepers; between them, churn that cancels out of order.
+			for _, target := range []uint64{5, 3000} {
+				if l.RingSize == 4 {
+					target = map[uint64]uint64{5: 3, 3000: 7}[target]
+				}
+				for range 3 {
+					if err := h.Insert(target); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var churn []uint64
+				for round := range 2000 {
+					if err := h.Insert(target); err != nil {
+						t.Fatal(err)
+					}
+					churn = append(churn, h.Seq)
+					if round%3 == 2 { // cancel an older one, not the last written
+						h.Remove(churn[0])
+						churn = churn[1:]
+					}
+					if len(churn) > 8 {
+						h.Remove(churn[len(churn)-1]) // the last written
+						churn = churn[:len(churn)-1]
+						h.Remove(churn[0])
+						churn = churn[1:]
+					}
+				}
+				if err := h.Check(); err != nil {
+					t.Fatal(err)
+				}
+				if live := h.Q.C.Live(); live > 8 {
+					t.Fatalf("%d chunks in use for %d pending timers", live, h.Q.Len())
+				}
+			}
+			for len(h.Model) > 0 {
+				if err := h.Jump(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
