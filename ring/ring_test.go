@@ -178,7 +178,7 @@ func TestKillAndCompact(t *testing.T) {
 	for s := uint64(3); s < 3*ChunkLen; s += 2 {
 		b.Kill(c, pos[s])
 	}
-	for s := uint64(2); s <= 20; s += 2 {
+	for s := uint64(2); s <= 40; s += 2 {
 		b.Kill(c, pos[s])
 	}
 	if !b.NeedsCompaction() {
