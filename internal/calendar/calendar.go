@@ -71,6 +71,8 @@ type Queue struct {
 	maxEpoch uint64                       // epoch of height 2^64-1
 	cur      uint64                       // current height H
 	w        uint64                       // current epoch H/L
+	ringEnd  uint64                       // last height the ring holds in window w
+	epochEnd uint64                       // last height the epoch tier holds in window w
 }
 
 // New returns an empty queue at height 0. When a timer moves down a tier
@@ -88,11 +90,20 @@ func New(l Layout, moved func(val uint64, p ring.Pos)) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{
+	q := &Queue{
 		C: ring.NewChunks(), ring: r, epochs: e, overflow: overflow.New(), moved: moved,
 		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
-	}, nil
+	}
+	q.setWindow(0)
+	return q, nil
+}
+
+// setWindow moves the window to epoch w and caches its tier bounds, so
+// that TierOf, on every insert and cancel, is two comparisons.
+func (q *Queue) setWindow(w uint64) {
+	q.w = w
+	q.ringEnd, q.epochEnd = q.lastHeight(q.ringLast(w)), q.lastHeight(q.epochLast(w))
 }
 
 // Height is the current height.
@@ -126,11 +137,10 @@ func (q *Queue) epochLast(w uint64) uint64 { return q.addEpochs(q.ringLast(w), q
 
 // TierOf is the tier a timer at height h belongs in now.
 func (q *Queue) TierOf(h uint64) Tier {
-	e := h / q.length
 	switch {
-	case e <= q.ringLast(q.w):
+	case h <= q.ringEnd:
 		return TierRing
-	case e <= q.epochLast(q.w):
+	case h <= q.epochEnd:
 		return TierEpoch
 	}
 	return TierOverflow
@@ -202,7 +212,7 @@ func (q *Queue) Advance(h uint64) {
 		return
 	}
 	oldRing, oldEpoch := q.ringLast(q.w), q.epochLast(q.w)
-	q.w = w
+	q.setWindow(w)
 	newRing, newEpoch := q.ringLast(w), q.epochLast(w)
 	// Epochs that leave the epoch tier for the ring, in epoch order (a jump
 	// over an empty tier costs nothing, however many epochs it spans).
