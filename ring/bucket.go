@@ -36,7 +36,7 @@ func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 func (b *Bucket) Kill(c *Chunks, p Pos) {
 	c.At(p).Seq = 0
 	b.Live--
-	if p == Pos(b.tail*ChunkLen+b.tailLen-1) {
+	if b.tailLen > 0 && p == Pos(b.tail*ChunkLen+b.tailLen-1) {
 		b.tailLen--
 	} else {
 		b.Dead++

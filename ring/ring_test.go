@@ -201,3 +201,22 @@ func TestKillAndCompact(t *testing.T) {
 		t.Fatalf("after compaction drained %v", got)
 	}
 }
+
+// TestKillAfterTailEmptied: once take-backs have emptied the tail chunk,
+// killing the last slot of the chunk before it (adjacent in the arena) is
+// an ordinary tombstone, not another take-back.
+func TestKillAfterTailEmptied(t *testing.T) {
+	c := NewChunks()
+	var b Bucket
+	var pos []Pos
+	for s := uint64(1); s <= ChunkLen+1; s++ {
+		pos = append(pos, b.Push(c, Entry{Height: 1, Seq: s}))
+	}
+	b.Kill(c, pos[ChunkLen])   // the only entry of the second chunk: taken back
+	b.Kill(c, pos[ChunkLen-1]) // the last slot of the first chunk
+	b.Push(c, Entry{Height: 1, Seq: 99})
+	want := append(seqRange(1, ChunkLen-1), 99)
+	if got := seqs(c, b.Drain()); !slices.Equal(got, want) {
+		t.Fatalf("drained %v, want %v", got, want)
+	}
+}
