@@ -12,7 +12,6 @@ package epoch
 import (
 	"fmt"
 
-	"github.com/timerlane/timerlane/internal/bitset"
 	"github.com/timerlane/timerlane/ring"
 )
 
@@ -21,10 +20,8 @@ const MaxCount = 1 << 20
 
 // Slabs is the epoch tier.
 type Slabs struct {
-	buckets  []ring.Bucket
-	occupied bitset.Cyclic // the buckets with a live entry
-	length   uint64
-	len      int
+	ring.Buckets
+	length, count uint64
 }
 
 // New returns an epoch tier of count epochs of length blocks.
@@ -32,7 +29,7 @@ func New(length, count uint64) (*Slabs, error) {
 	if length == 0 || count == 0 || count > MaxCount {
 		return nil, fmt.Errorf("epoch: length %d and count %d must be >= 1 (count <= 2^20)", length, count)
 	}
-	return &Slabs{buckets: make([]ring.Bucket, count), occupied: bitset.New(count), length: length}, nil
+	return &Slabs{Buckets: ring.NewBuckets(count), length: length, count: count}, nil
 }
 
 // Of returns the epoch of height h.
@@ -42,41 +39,26 @@ func (s *Slabs) Of(h uint64) uint64 { return h / s.length }
 func (s *Slabs) Length() uint64 { return s.length }
 
 // Count is the number of epoch buckets.
-func (s *Slabs) Count() uint64 { return uint64(len(s.buckets)) }
+func (s *Slabs) Count() uint64 { return s.count }
 
-// Len is the number of live entries in all buckets.
-func (s *Slabs) Len() int { return s.len }
-
-func (s *Slabs) index(e uint64) uint64 { return e % uint64(len(s.buckets)) }
+func (s *Slabs) index(e uint64) uint64 { return e % s.count }
 
 // Bucket returns the bucket of epoch e (read-only use).
-func (s *Slabs) Bucket(e uint64) *ring.Bucket { return &s.buckets[s.index(e)] }
+func (s *Slabs) Bucket(e uint64) *ring.Bucket { return s.At(s.index(e)) }
 
 // Push appends e to the bucket of its height's epoch and returns its position.
 func (s *Slabs) Push(c *ring.Chunks, e ring.Entry) ring.Pos {
-	b := s.index(s.Of(e.Height))
-	s.occupied.Set(b)
-	s.len++
-	return s.buckets[b].Push(c, e)
+	return s.Buckets.Push(c, s.index(s.Of(e.Height)), e)
 }
 
-// Kill cancels the entry at p, which is in the bucket of height h's epoch.
-func (s *Slabs) Kill(c *ring.Chunks, h uint64, p ring.Pos) {
-	b := s.index(s.Of(h))
-	s.buckets[b].Kill(c, p)
-	if s.buckets[b].Empty() {
-		s.occupied.Clear(b)
-	}
-	s.len--
+// Kill cancels the entry at p, which is in the bucket of height h's epoch
+// (see ring.Buckets.Kill for moved).
+func (s *Slabs) Kill(c *ring.Chunks, h uint64, p ring.Pos, moved func(ring.Entry, ring.Pos)) {
+	s.Buckets.Kill(c, s.index(s.Of(h)), p, moved)
 }
 
 // Take detaches the whole bucket of epoch e and returns an iterator over it.
-func (s *Slabs) Take(e uint64) ring.Iter {
-	b := &s.buckets[s.index(e)]
-	s.len -= b.Live
-	s.occupied.Clear(s.index(e))
-	return b.Drain()
-}
+func (s *Slabs) Take(e uint64) ring.Iter { return s.Buckets.Take(s.index(e)) }
 
 // NextOccupied returns the first epoch in [from, to] whose bucket holds a
 // live entry; the range must span at most Count epochs.
@@ -84,7 +66,7 @@ func (s *Slabs) NextOccupied(from, to uint64) (uint64, bool) {
 	if to < from {
 		return 0, false
 	}
-	k, ok := s.occupied.Next(s.index(from), min(to-from, s.Count()-1)+1)
+	k, ok := s.Next(s.index(from), min(to-from, s.count-1)+1)
 	return from + k, ok
 }
 

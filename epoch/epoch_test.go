@@ -98,7 +98,7 @@ func TestSlabs(t *testing.T) {
 				case "push":
 					pos[o.t] = s.Push(c, ring.Entry{Height: o.t.h, Seq: o.t.seq})
 				case "remove":
-					s.Kill(c, o.t.h, pos[o.t])
+					s.Kill(c, o.t.h, pos[o.t], func(ring.Entry, ring.Pos) {})
 				case "empty":
 					if got := s.Bucket(o.e).Empty(); got != (o.want == nil) {
 						t.Fatalf("Empty(%d) = %v", o.e, got)

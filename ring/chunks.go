@@ -1,6 +1,10 @@
 package ring
 
-import "github.com/timerlane/timerlane/internal/slab"
+import (
+	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/slab"
+)
 
 // Entry is one timer in a tier: its due height, its insertion sequence
 // (FIFO order among timers of one height; 0 marks a cancelled entry) and a
@@ -70,4 +74,4 @@ func (c *Chunks) At(p Pos) *Entry { return &c.slab.At(uint32(p) / ChunkLen).e[p%
 func (c *Chunks) Live() int { return c.live }
 
 // Bytes is the memory held by the arena's slabs.
-func (c *Chunks) Bytes() int { return c.slab.Cap() * (ChunkLen*24 + 8) }
+func (c *Chunks) Bytes() int { return c.slab.Cap() * int(unsafe.Sizeof(chunk{})) }

@@ -127,12 +127,12 @@ func TestRing(t *testing.T) {
 		}
 	}
 	// Cancel all of 101: its bucket is no longer occupied.
-	r.Kill(c, 101, pos[2])
+	r.Kill(c, 101, pos[2], func(Entry, Pos) {})
 	if got, _ := r.NextOccupied(101, 107); got != 102 {
 		t.Errorf("after the cancel NextOccupied(101, 107) = %d, want 102", got)
 	}
 	// Cancel the middle timer of 103.
-	r.Kill(c, 103, pos[5])
+	r.Kill(c, 103, pos[5], func(Entry, Pos) {})
 	if got := seqs(c, r.Take(103)); !slices.Equal(got, []uint64{4, 6}) {
 		t.Errorf("Take(103) = %v, want [4 6]", got)
 	}

@@ -173,22 +173,15 @@ func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
 			panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds (%d, %d)", height, seq, p, e.Height, e.Seq))
 		}
 	}
-	var b *ring.Bucket
 	switch t {
 	case TierRing:
-		q.ring.Kill(q.C, height, p)
-		b = q.ring.Bucket(height)
+		q.ring.Kill(q.C, height, p, q.report)
 	case TierEpoch:
-		q.epochs.Kill(q.C, height, p)
-		b = q.epochs.Bucket(height / q.length)
+		q.epochs.Kill(q.C, height, p, q.report)
 	default:
 		if !q.overflow.Delete(height, seq) {
 			panic(fmt.Sprintf("calendar: (%d, %d) not in overflow", height, seq))
 		}
-		return
-	}
-	if b.NeedsCompaction() {
-		b.Compact(q.C, q.report)
 	}
 }
 

@@ -1,0 +1,56 @@
+package ring
+
+import "github.com/timerlane/timerlane/internal/bitset"
+
+// Buckets is a fixed array of buckets with a bitset of those holding a live
+// entry: the storage of both the ring and the epoch tier, which differ only
+// in how a height names its bucket.
+type Buckets struct {
+	b        []Bucket
+	occupied bitset.Cyclic
+	len      int
+}
+
+// NewBuckets returns n empty buckets.
+func NewBuckets(n uint64) Buckets {
+	return Buckets{b: make([]Bucket, n), occupied: bitset.New(n)}
+}
+
+// Len is the number of live entries in all buckets.
+func (s *Buckets) Len() int { return s.len }
+
+// At returns bucket i (read-only use).
+func (s *Buckets) At(i uint64) *Bucket { return &s.b[i] }
+
+// Push appends e to bucket i and returns its position.
+func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
+	s.occupied.Set(i)
+	s.len++
+	return s.b[i].Push(c, e)
+}
+
+// Kill cancels the entry at p in bucket i. When the bucket's tombstones
+// outnumber its live entries by more than a chunk it is compacted, and
+// moved is told the new position of every entry that moved.
+func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
+	b := &s.b[i]
+	b.Kill(c, p)
+	s.len--
+	switch {
+	case b.Empty():
+		s.occupied.Clear(i)
+	case b.NeedsCompaction():
+		b.Compact(c, moved)
+	}
+}
+
+// Take detaches bucket i and returns an iterator over it, in FIFO order.
+func (s *Buckets) Take(i uint64) Iter {
+	s.len -= s.b[i].Live
+	s.occupied.Clear(i)
+	return s.b[i].Drain()
+}
+
+// Next returns the smallest k < n such that bucket (i+k) mod len holds a
+// live entry.
+func (s *Buckets) Next(i, n uint64) (uint64, bool) { return s.occupied.Next(i, n) }
