@@ -21,7 +21,7 @@ func newActorTable() actorTable {
 	return actorTable{byAddr: make(map[Address]uint32), recs: make([]actorRec, 1)}
 }
 
-// pending returns how many timers a is pending with, and its index (0 if none).
+// lookup returns a's index (0 if it has no entry) and its pending count.
 func (t *actorTable) lookup(a *Address) (uint32, uint32) {
 	i := t.byAddr[*a]
 	return i, t.recs[i].pending

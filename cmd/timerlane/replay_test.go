@@ -97,3 +97,12 @@ func TestReplayUsage(t *testing.T) {
 	require.Equal(t, 0, run([]string{"help"}, &out, &errb))
 	require.Contains(t, out.String(), "timerlane replay TRACE")
 }
+
+func TestReplayIDNotThirtyTwoBytesIsUnknown(t *testing.T) {
+	for _, id := range []string{"0x", "0x1234", "0x" + strings.Repeat("ab", 33)} {
+		trace := "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer_id":"` + id + `"}]}` + "\n{\"op\":\"end\"}\n"
+		code, stdout, stderr := replayString(t, trace)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, `"call":"cancel","ok":false,"error":"UnknownTimer"`, id)
+	}
+}

@@ -10,8 +10,7 @@ import (
 // event writes one JSON object per line, keys in the order given, with
 // no allocation per field.
 type event struct {
-	w     *bufio.Writer
-	first bool
+	w *bufio.Writer
 }
 
 func (ev *event) begin(kind string, height uint64) *event {

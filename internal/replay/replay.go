@@ -5,7 +5,6 @@ package replay
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/timerlane/timerlane/engine"
@@ -254,11 +253,15 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 				rn.labels[c.Label] = id
 			}
 		case "cancel":
-			target, ok := rn.target(c)
-			if !ok {
+			target, known, bound := rn.target(c)
+			switch {
+			case !bound:
 				return rn.fail("calls[%d]: label %q was never bound", c.Index, c.Timer)
+			case !known:
+				err = engine.ErrUnknownTimer
+			default:
+				cost, err = tx.Cancel(target)
 			}
-			cost, err = tx.Cancel(target)
 		default:
 			return rn.fail("calls[%d]: %s: %v under policy fifo", c.Index, c.Kind, ErrUnsupported)
 		}
@@ -285,21 +288,19 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 	return nil
 }
 
-// target resolves the timer a cancel names. An id that is not 32 bytes
-// names no timer: it is simply unknown.
-func (rn *runner) target(c trace.Call) (engine.TimerID, bool) {
+// target resolves the timer a cancel names: bound is false for a label
+// never bound (a trace error); known is false for an id that is not 32
+// bytes, which names no timer and is simply unknown (FORMAT.md).
+func (rn *runner) target(c trace.Call) (id engine.TimerID, known, bound bool) {
 	if c.ByLabel {
-		id, ok := rn.labels[c.Timer]
-		return id, ok
+		id, bound = rn.labels[c.Timer]
+		return id, bound, bound
 	}
-	var id engine.TimerID
-	if len(c.TimerID) == len(id) {
-		copy(id[:], c.TimerID)
-	} else {
-		id[0] = 0xff // unknown: no pending timer can have this id by chance
-		copy(id[1:], []byte("timerlane:not-32-bytes"))
+	if len(c.TimerID) != len(id) {
+		return id, false, true
 	}
-	return id, true
+	copy(id[:], c.TimerID)
+	return id, true, true
 }
 
 // Execute runs the handler script of a fired timer (engine.Executor).
@@ -332,6 +333,3 @@ func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 		rn.ev.begin("revert", d.Block).raw("actor", d.Actor.String()).uint("nonce", rn.nonces[d.Actor]).end()
 	}
 }
-
-// String names the runner in panics.
-func (rn *runner) String() string { return fmt.Sprintf("replay at line %d", rn.line) }

@@ -108,17 +108,16 @@ var tiers = []string{"economy", "standard", "fast", "urgent"}
 // Reader reads ops one line at a time, so that a replay prints the events
 // of the good lines before it meets a bad one.
 type Reader struct {
-	r      *bufio.Reader
-	line   int
-	nOps   int
-	lane   bool // fee fields, gba, extend and system are allowed
-	done   bool
-	policy string
+	r    *bufio.Reader
+	line int
+	nOps int
+	lane bool // fee fields, gba, extend and system are allowed
+	done bool
 }
 
 // NewReader returns a Reader of the trace in r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 1<<16), policy: "fifo"}
+	return &Reader{r: bufio.NewReaderSize(r, 1<<16)}
 }
 
 // Error is a trace error: the line and what is wrong with it.
@@ -161,9 +160,6 @@ func (t *Reader) Next() (*Op, error) {
 	return nil, io.EOF
 }
 
-// Policy is the policy set by the config op ("fifo" until one says otherwise).
-func (t *Reader) Policy() string { return t.policy }
-
 func (t *Reader) parse(line []byte) (*Op, error) {
 	o, err := decodeObject(line)
 	if err != nil {
@@ -186,7 +182,6 @@ func (t *Reader) parse(line []byte) (*Op, error) {
 		}
 		op.Config = p.config(o)
 		if p.err == nil {
-			t.policy = op.Config.Policy
 			t.lane = op.Config.Policy == "lane"
 		}
 	case "fund":
