@@ -6,6 +6,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/btree v1.8.2
 	golang.org/x/crypto v0.58.0
+	lukechampine.com/uint128 v1.3.0
 )
 
 require (

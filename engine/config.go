@@ -23,6 +23,85 @@ type Config struct {
 	CellsPerFire   uint64 // CIP-5 §5.2: cells limit of a fire, 550,000
 	ScheduleCycles uint64 // CIP-5 §6.1: 1,000 (plus one cell per payload byte)
 	CancelCycles   uint64 // CIP-5 §6.1: 500
+
+	// Policy decides what fires at end of block: PolicyFIFO (CIP-5) or
+	// PolicyLane (CIP-1), which runs fifo below ActivationHeight.
+	Policy           Policy
+	ActivationHeight uint64
+	InitialBasefee   Amount     // lane basefee of the first lane block
+	Lane             LaneParams // governance-tunable (SYS_UPDATE_TIMER_CONFIG)
+	SystemDeployers  []Address  // senders allowed to issue system instructions (CIP-1 §12)
+}
+
+// Policy names an end-of-block policy.
+type Policy uint8
+
+// The policies.
+const (
+	PolicyFIFO Policy = iota // CIP-5 as implemented: every due timer fires, in insertion order
+	PolicyLane               // CIP-1 v3: EIP-1559 timer lane, from ActivationHeight
+)
+
+func (p Policy) String() string {
+	if p == PolicyLane {
+		return "lane"
+	}
+	return "fifo"
+}
+
+// LaneParams are the lane's governance parameters (CIP-1 §5, §8-§10), the
+// part of the configuration SYS_UPDATE_TIMER_CONFIG may change, plus the
+// fifo phase's per-fire cycles limit (Config.CyclesPerFire).
+type LaneParams struct {
+	LaneTimerCycles         uint64    // lane budget per block: 2,000,000; the basefee targets half
+	GCCycles                uint64    // GC lane budget per block (TIMER_GC_CYCLES): 5,000,000
+	GCCostPerTimer          uint64    // GC cycles per collected timer: 5,000
+	MaxCyclesPerFireAuction uint64    // per-fire cap in the lane: 250,000
+	FairnessWindowBlocks    uint64    // W(actor) window: 1,000
+	MaxTTLBlocks            uint64    // expires_at - height at most: 2,592,000
+	BidDeprecationBlocks    uint64    // bid accepted (ignored) until activation + this: 0
+	MinBasefee              Amount    // floor of the lane basefee: 1
+	TierMultipliers         [4]uint64 // per mille, by PriorityTier: standard 1000, economy 800, fast 1500, urgent 2500
+}
+
+// DefaultLaneParams returns CIP-1's values and the engine's choices for
+// what CIP-1 leaves open (docs/SPEC.md §10).
+func DefaultLaneParams() LaneParams {
+	return LaneParams{
+		LaneTimerCycles: 2_000_000, GCCycles: 5_000_000, GCCostPerTimer: 5_000,
+		MaxCyclesPerFireAuction: 250_000, FairnessWindowBlocks: 1_000, MaxTTLBlocks: 2_592_000,
+		MinBasefee: Amount{Lo: 1}, TierMultipliers: [4]uint64{1000, 800, 1500, 2500},
+	}
+}
+
+// maxLaneCycles bounds the budgets so that 8 × target and the sums of gas
+// limits stay far from 2^64.
+const maxLaneCycles = 1 << 60
+
+// Validate reports the first parameter out of bounds, wrapping
+// ErrInvalidConfig.
+func (p LaneParams) Validate() error {
+	bad := func(field string, v uint64, rule string) error {
+		return fmt.Errorf("%w: %s %d: %s", ErrInvalidConfig, field, v, rule)
+	}
+	switch {
+	case p.LaneTimerCycles < 2 || p.LaneTimerCycles > maxLaneCycles:
+		return bad("lane_timer_cycles", p.LaneTimerCycles, "must be in [2, 2^60]")
+	case p.GCCycles > maxLaneCycles:
+		return bad("timer_gc_cycles", p.GCCycles, "must be <= 2^60")
+	case p.GCCostPerTimer < 1 || p.GCCostPerTimer > maxLaneCycles:
+		return bad("gc_cost_per_timer", p.GCCostPerTimer, "must be in [1, 2^60]")
+	case p.MaxCyclesPerFireAuction < 1 || p.MaxCyclesPerFireAuction > p.LaneTimerCycles:
+		return bad("max_cycles_per_fire_auction_phase", p.MaxCyclesPerFireAuction, fmt.Sprintf("must be in [1, lane_timer_cycles %d]", p.LaneTimerCycles))
+	case p.FairnessWindowBlocks < 1:
+		return bad("fairness_window_blocks", p.FairnessWindowBlocks, "must be >= 1")
+	}
+	for t, m := range p.TierMultipliers {
+		if m > 1_000_000 {
+			return bad("priority_tier_multipliers."+PriorityTier(t).String(), m, "must be <= 1000000 per mille")
+		}
+	}
+	return nil
 }
 
 // DefaultConfig returns CIP-5's values and the default tier layout.
@@ -37,6 +116,8 @@ func DefaultConfig() Config {
 		CellsPerFire:      550_000,
 		ScheduleCycles:    1_000,
 		CancelCycles:      500,
+		InitialBasefee:    Amount{Lo: 1_000},
+		Lane:              DefaultLaneParams(),
 	}
 }
 
@@ -63,6 +144,16 @@ func (c Config) Validate() error {
 		return bad("cycles_per_fire", c.CyclesPerFire, "must be >= 1")
 	case c.CellsPerFire < 1:
 		return bad("cells_per_fire", c.CellsPerFire, "must be >= 1")
+	case c.Policy > PolicyLane:
+		return bad("policy", uint64(c.Policy), "must be fifo or lane")
+	}
+	if c.Policy == PolicyLane {
+		if err := c.Lane.Validate(); err != nil {
+			return err
+		}
+		if c.InitialBasefee.Cmp(c.Lane.MinBasefee) < 0 {
+			return fmt.Errorf("%w: initial_lane_basefee %s: must be >= min_lane_basefee %s", ErrInvalidConfig, c.InitialBasefee, c.Lane.MinBasefee)
+		}
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ type rec struct {
 	data       uint32   // bytepool reference of handler bytes ++ payload
 	handlerLen uint32   // 0: the default handler
 	payloadLen uint32
+	fee        uint32 // lane fee fields (feeRec), 0 for none
+	lpos       uint32 // 1 + position on the lane's deferred list, 0 when in the tiers
 }
 
 type phase uint8
@@ -53,13 +55,15 @@ type Engine struct {
 	seq     uint64 // insertion sequence of the next timer
 	pending int
 
-	policy policy
-	txs    txState // the open transaction, if any
-	undo   []undo
-	due    []uint32
-	tags   []uint64 // id hashes of the due timers, for take
-	del    Delivery
-	obs    Observer
+	policy   policy
+	txs      txState // the open transaction, if any
+	undo     []undo
+	due      []uint32
+	tags     []uint64 // id hashes of the due timers, for take
+	del      Delivery
+	lastFire FireResult
+	obs      Observer
+	lane     laneState
 
 	keccak  hash.Hash
 	pre     [36]byte // actor || height (id preimage head)
@@ -68,10 +72,22 @@ type Engine struct {
 	scratch []byte
 }
 
+// undo is how to take back one call of the open transaction.
 type undo struct {
 	rec       uint32
-	cancelled bool // else scheduled
+	kind      undoKind
+	newFee    bool     // extend: the timer had no fee record before
+	oldSet    FeeField // extend: the fee fields before
+	oldExpiry uint64
 }
+
+type undoKind uint8
+
+const (
+	undoSchedule undoKind = iota
+	undoCancel
+	undoExtend
+)
 
 // New returns an empty in-memory engine, before its first block.
 func New(cfg Config) (*Engine, error) {
@@ -79,6 +95,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1, nrecs: 1}
+	if cfg.Policy == PolicyLane {
+		e.policy = lane{}
+	}
+	e.lane.init(cfg)
 	q, err := calendar.New(cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -117,6 +137,9 @@ func (e *Engine) BeginBlock(h uint64) error {
 	}
 	e.q.Advance(h)
 	e.height, e.started, e.phase = h, true, phaseTxs
+	if e.cfg.Policy == PolicyLane {
+		e.beginLaneBlock(h)
+	}
 	return nil
 }
 
@@ -152,6 +175,7 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	}
 	res := e.policy.endBlock(e, x, e.q.Take())
 	res.Height, res.Pending = e.height, e.pending
+	res.GC += e.lane.sysGC
 	e.phase = phaseEnded
 	return res, nil
 }
@@ -175,7 +199,10 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	e.take(order)
 	for _, i := range order {
-		e.fire(x, i)
+		e.fire(x, i, e.cfg.CyclesPerFire, nil)
+		if e.obs != nil {
+			e.obs.Fired(&e.del, e.lastFire)
+		}
 		e.release(i)
 	}
 	clear(order) // no stale record index survives in the buffer
@@ -204,8 +231,9 @@ func (e *Engine) take(due []uint32) {
 }
 
 // fire delivers taken timer i through x as a deferred transaction (CIP-5
-// §5.2) and commits or reverts its handler's calls.
-func (e *Engine) fire(x Executor, i uint32) {
+// §5.2) with the given cycles limit, and commits or reverts its handler's
+// calls. The outcome stays in e.lastFire (and e.del) for the observer.
+func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage, bool) {
 	r := e.recs.At(i)
 	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
 	d := &e.del
@@ -218,24 +246,22 @@ func (e *Engine) fire(x Executor, i uint32) {
 	}
 	d.Payload = buf[r.handlerLen:]
 	d.Height, d.Block = r.height, e.height
-	d.CyclesLimit, d.CellsLimit = e.cfg.CyclesPerFire, e.cfg.CellsPerFire
+	d.CyclesLimit, d.CellsLimit = cycles, e.cfg.CellsPerFire
 
 	tx := e.openTx(d.Actor, 0, true)
 	// The firing record lives until after the handler, and its actor's
 	// entry with it: the handler's calls need no actor lookup.
 	e.txs.from, e.txs.actorIdx = i, r.actor
 	u, err := x.Execute(tx, d)
-	res := FireResult{Usage: u, Err: err}
+	res := FireResult{Usage: u, Err: err, Fee: fee}
 	res.Reverted = err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
 	if res.Reverted {
 		e.revertTx()
 	} else {
 		e.commitTx()
 	}
-	if e.obs != nil {
-		e.obs.Fired(d, res)
-	}
-	d.Handler, d.Payload = nil, nil
+	e.lastFire = res
+	return u, res.Reverted
 }
 
 // Commit seals the ended block.
@@ -258,22 +284,34 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	if to <= e.height {
 		return e.height, nil
 	}
+	if len(e.lane.deferred) > 0 {
+		return e.height, nil // deferred timers are due in every block
+	}
 	if next, ok := e.q.NextAfter(); ok && next-1 < to {
 		to = next - 1
 	}
 	if to > e.height {
+		from := e.height + 1
 		e.q.Advance(to)
 		e.height, e.started = to, true
+		if e.cfg.Policy == PolicyLane {
+			// The lane's figures move in empty blocks too (CIP-1 §5).
+			e.beginLaneBlock(from)
+			if first := max(from, e.cfg.ActivationHeight); first <= to {
+				e.lane.started = true
+				e.lane.emptyLaneBlocks(to - first + 1)
+			}
+		}
 	}
 	return e.height, nil
 }
 
 // schedule inserts a timer for the open transaction's actor after every
 // check has passed.
-func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt routing) {
+func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt routing, fee uint32) {
 	i := e.allocRec()
 	r := e.recs.At(i)
-	*r = rec{id: *id, height: height, seq: e.seq, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body))}
+	*r = rec{id: *id, height: height, seq: e.seq, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body)), fee: fee}
 	e.seq++
 	r.pos = e.q.Insert(ring.Entry{Height: height, Seq: r.seq, Val: uint64(i)})
 	if n := len(rt.handler) + len(rt.body); n > 0 {
@@ -286,7 +324,7 @@ func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt ro
 	e.actors.recs[r.actor].pending++
 	e.ids.putAt(at, id, i)
 	e.pending++
-	e.undo = append(e.undo, undo{rec: i})
+	e.undo = append(e.undo, undo{rec: i, kind: undoSchedule})
 }
 
 func (e *Engine) allocRec() uint32 {
@@ -303,9 +341,14 @@ func (e *Engine) allocRec() uint32 {
 	return i
 }
 
-// unqueue takes pending timer i out of the calendar queue.
+// unqueue takes pending timer i out of the calendar queue, or off the
+// lane's deferred list.
 func (e *Engine) unqueue(i uint32) {
 	r := e.recs.At(i)
+	if r.lpos != 0 {
+		e.dropDeferred(i)
+		return
+	}
 	e.q.Remove(r.height, r.seq, r.pos)
 }
 
@@ -314,6 +357,7 @@ func (e *Engine) release(i uint32) {
 	r := e.recs.At(i)
 	e.data.Free(r.data)
 	e.actors.unref(r.actor)
+	e.freeFee(r.fee)
 	*r = rec{data: e.free}
 	e.free = i
 }

@@ -23,6 +23,15 @@ var (
 	ErrDuplicateTimer    = &CallError{"DuplicateTimer", "a timer with the same id is already pending"}
 	ErrUnknownTimer      = &CallError{"UnknownTimer", "no timer with this id is pending"}
 	ErrNotOwner          = &CallError{"NotOwner", "the timer belongs to another actor"}
+
+	// Policy lane (CIP-1 §6, §10), checked after InvalidHandler in the
+	// order TimerArgDeprecated, GasLimitTooHigh, InvalidExpiry,
+	// TimerRejectedBelowBasefee, then TooManyTimers and DuplicateTimer.
+	ErrTimerArgDeprecated        = &CallError{"TimerArgDeprecated", "the bid argument is withdrawn (CIP-1 §6)"}
+	ErrGasLimitTooHigh           = &CallError{"GasLimitTooHigh", "gas_limit is above the per-fire cycles cap"}
+	ErrInvalidExpiry             = &CallError{"InvalidExpiry", "expires_at is below the timer's height, beyond max_ttl_blocks after it, or (extend) below its current expiry"}
+	ErrTimerRejectedBelowBasefee = &CallError{"TimerRejectedBelowBasefee", "max_fee_per_cycle is below the lane basefee"}
+	ErrInsufficientFunds         = &CallError{"InsufficientFunds", "the balance does not cover the amount"}
 )
 
 // Lifecycle and configuration errors: misuse of the API by the embedder.
@@ -36,6 +45,8 @@ var (
 	ErrTxClosed      = errors.New("timerlane: the transaction is no longer open")
 	ErrHandlerTx     = errors.New("timerlane: a handler's transaction is committed or reverted by the engine")
 	ErrBadHeight     = errors.New("timerlane: block height out of sequence")
+	ErrNeedsLane     = errors.New("timerlane: fee fields, extend and system instructions need policy lane")
+	ErrNotSystem     = errors.New("timerlane: the sender is not a system deployer")
 )
 
 // ErrorName returns the contract name of a call error, or "" if err is not one.

@@ -73,37 +73,158 @@ func (tx Tx) FromTimer() (TimerID, bool) {
 // Schedule schedules a timer of tx's actor at height (CIP-5 §4). It returns
 // the timer's id and the cost of the call, or a *CallError. The checks run
 // in the order HeightNotInFuture, PayloadTooLarge, InvalidHandler,
-// TooManyTimers, DuplicateTimer.
+// TooManyTimers, DuplicateTimer. Under policy lane the timer takes every
+// default fee argument (docs/SPEC.md §10).
 func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
-	var id TimerID
+	r, err := tx.schedule(height, payload, nil)
+	return r.ID, r.Cost, err
+}
+
+// ScheduleFees is Schedule with CIP-1 §6's fee arguments (policy lane;
+// ErrNeedsLane otherwise). The lane's checks come after InvalidHandler, in
+// the order TimerArgDeprecated, GasLimitTooHigh, InvalidExpiry,
+// TimerRejectedBelowBasefee. A priority fee above max fee − basefee is
+// clamped, and the result says so (TimerPriorityClampedAtSchedule).
+func (tx Tx) ScheduleFees(height uint64, payload []byte, f *Fees) (Scheduled, error) {
+	if f != nil && f.Set != 0 && tx.e != nil && tx.e.cfg.Policy != PolicyLane {
+		return Scheduled{}, ErrNeedsLane
+	}
+	return tx.schedule(height, payload, f)
+}
+
+func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error) {
+	var out Scheduled
 	s, err := tx.state()
 	if err != nil {
-		return id, Cost{}, err
+		return out, err
 	}
 	e := tx.e
 	if height <= e.height {
-		return id, Cost{}, ErrHeightNotInFuture
+		return out, ErrHeightNotInFuture
 	}
 	if len(payload) > int(e.cfg.MaxPayloadBytes) {
-		return id, Cost{}, ErrPayloadTooLarge
+		return out, ErrPayloadTooLarge
 	}
 	rt := route(payload, &e.scratch)
 	if rt.routed && (len(rt.handler) == 0 || len(rt.handler) > int(e.cfg.MaxHandlerBytes)) {
-		return id, Cost{}, ErrInvalidHandler
+		return out, ErrInvalidHandler
+	}
+	var stored Fees
+	if f != nil && f.Set != 0 {
+		if stored, err = e.checkFees(height, f, &out); err != nil {
+			return out, err
+		}
 	}
 	if s.actorIdx == 0 {
 		s.actorIdx, _ = e.actors.lookup(&s.actor)
 	}
 	if e.actors.recs[s.actorIdx].pending >= e.cfg.MaxTimersPerActor {
-		return id, Cost{}, ErrTooManyTimers
+		return out, ErrTooManyTimers
 	}
-	e.timerID(&id, &s.actor, height, payload, s.nonce)
-	at, _, dup := e.ids.lookup(&id)
+	e.timerID(&out.ID, &s.actor, height, payload, s.nonce)
+	at, _, dup := e.ids.lookup(&out.ID)
 	if dup {
-		return id, Cost{}, ErrDuplicateTimer
+		return out, ErrDuplicateTimer
 	}
-	e.schedule(s, at, &id, height, rt)
-	return id, Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}, nil
+	var fee uint32
+	if stored.Set != 0 {
+		fee = e.allocFee()
+		e.lane.fees.At(fee).Fees = stored
+	}
+	e.schedule(s, at, &out.ID, height, rt, fee)
+	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
+	return out, nil
+}
+
+// checkFees validates the lane arguments of a schedule at height and
+// returns what the timer keeps: the bid dropped, the priority fee clamped.
+func (e *Engine) checkFees(height uint64, f *Fees, out *Scheduled) (Fees, error) {
+	p := &e.lane.params
+	if f.Set&HasBid != 0 && e.height >= satAddU64(e.cfg.ActivationHeight, p.BidDeprecationBlocks) {
+		return Fees{}, ErrTimerArgDeprecated
+	}
+	if f.Set&HasGasLimit != 0 && f.GasLimit > e.fireCap(e.height) {
+		return Fees{}, ErrGasLimitTooHigh
+	}
+	if f.Set&HasExpiresAt != 0 && (f.ExpiresAt < height || f.ExpiresAt > satAddU64(height, p.MaxTTLBlocks)) {
+		return Fees{}, ErrInvalidExpiry
+	}
+	base := e.lane.basefee
+	if f.Set&HasMaxFee != 0 && f.MaxFee.Cmp(base) < 0 {
+		return Fees{}, ErrTimerRejectedBelowBasefee
+	}
+	kept := *f
+	kept.Set &^= HasBid
+	if f.Set&HasMaxPriorityFee != 0 {
+		maxFee := satMul(base, 2) // the default agent's, when none is stated
+		if f.Set&HasMaxFee != 0 {
+			maxFee = f.MaxFee
+		}
+		if bound := maxFee.Sub(base); f.MaxPriorityFee.Cmp(bound) > 0 {
+			out.Clamped, out.StatedPriorityFee, out.ClampedPriorityFee = true, f.MaxPriorityFee, bound
+			kept.MaxPriorityFee = bound
+		}
+	}
+	return kept, nil
+}
+
+// Extend sets a new expires_at on a pending timer of tx's actor (policy
+// lane): UnknownTimer, NotOwner, then InvalidExpiry when the new expiry is
+// below the current one, below the timer's height, or more than
+// max_ttl_blocks after it. It costs what a cancel costs.
+func (tx Tx) Extend(id TimerID, expiresAt uint64) (Cost, error) {
+	s, err := tx.state()
+	if err != nil {
+		return Cost{}, err
+	}
+	e := tx.e
+	if e.cfg.Policy != PolicyLane {
+		return Cost{}, ErrNeedsLane
+	}
+	_, i, ok := e.ids.lookup(&id)
+	if !ok {
+		return Cost{}, ErrUnknownTimer
+	}
+	if e.actors.recs[e.recs.At(i).actor].addr != s.actor {
+		return Cost{}, ErrNotOwner
+	}
+	u, err := e.extend(i, expiresAt)
+	if err != nil {
+		return Cost{}, err
+	}
+	e.undo = append(e.undo, u)
+	return Cost{Cycles: e.cfg.CancelCycles}, nil
+}
+
+// extend validates and applies a new expiry of timer i, returning how to
+// undo it.
+func (e *Engine) extend(i uint32, expiresAt uint64) (undo, error) {
+	r := e.recs.At(i)
+	f := e.feeOf(r)
+	if expiresAt < e.expiry(r, f) || expiresAt < r.height || expiresAt > satAddU64(r.height, e.lane.params.MaxTTLBlocks) {
+		return undo{}, ErrInvalidExpiry
+	}
+	u := undo{rec: i, kind: undoExtend}
+	if f == nil {
+		r.fee = e.allocFee()
+		f = &e.lane.fees.At(r.fee).Fees
+		u.newFee = true
+	}
+	u.oldSet, u.oldExpiry = f.Set, f.ExpiresAt
+	f.Set |= HasExpiresAt
+	f.ExpiresAt = expiresAt
+	return u, nil
+}
+
+func (e *Engine) unextend(u undo) {
+	r := e.recs.At(u.rec)
+	if u.newFee {
+		e.freeFee(r.fee)
+		r.fee = 0
+		return
+	}
+	f := &e.lane.fees.At(r.fee).Fees
+	f.Set, f.ExpiresAt = u.oldSet, u.oldExpiry
 }
 
 // Cancel cancels a pending timer of tx's actor: UnknownTimer if no timer
@@ -127,7 +248,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	e.ids.delAt(at)
 	a.pending--
 	e.pending--
-	e.undo = append(e.undo, undo{rec: i, cancelled: true})
+	e.undo = append(e.undo, undo{rec: i, kind: undoCancel})
 	return Cost{Cycles: e.cfg.CancelCycles}, nil
 }
 
@@ -159,7 +280,7 @@ func (tx Tx) Revert() error {
 
 func (e *Engine) commitTx() {
 	for _, u := range e.undo {
-		if u.cancelled {
+		if u.kind == undoCancel {
 			e.unqueue(u.rec)
 			e.release(u.rec)
 		}
@@ -171,10 +292,14 @@ func (e *Engine) revertTx() {
 	for k := len(e.undo) - 1; k >= 0; k-- {
 		u := e.undo[k]
 		r := e.recs.At(u.rec)
-		if u.cancelled {
+		switch u.kind {
+		case undoCancel:
 			e.ids.put(&r.id, u.rec)
 			e.actors.recs[r.actor].pending++
 			e.pending++
+			continue
+		case undoExtend:
+			e.unextend(u)
 			continue
 		}
 		e.ids.del(&r.id)

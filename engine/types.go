@@ -55,7 +55,8 @@ type Executor interface {
 type FireResult struct {
 	Usage    Usage
 	Reverted bool
-	Err      error // the handler's error, if it returned one
+	Err      error    // the handler's error, if it returned one
+	Fee      *FireFee // the lane's settlement; nil under fifo. Valid during the call only
 }
 
 // Observer hears what happens at end of block. Implementations must not
@@ -71,5 +72,6 @@ type BlockResult struct {
 	Fired    int
 	Deferred int
 	GC       int
-	Pending  int // timers pending after the block
+	Pending  int          // timers pending after the block
+	Lane     *LaneFigures // the lane's figures; nil when the block ran fifo. Valid until the next EndBlock
 }

@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"lukechampine.com/uint128"
+)
+
+// Amount is a token amount (balances, fees per cycle, tips): an unsigned
+// 128-bit integer, as CIP-1 §7.2 types them. Every sum and product the
+// engine forms is overflow-checked.
+type Amount = uint128.Uint128
+
+// ParseAmount reads a decimal amount in [0, 2^128-1].
+func ParseAmount(s string) (Amount, error) {
+	if s == "" || len(s) > 39 {
+		return Amount{}, fmt.Errorf("amount %q: want a decimal integer in [0, 2^128-1]", s)
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return Amount{}, fmt.Errorf("amount %q: want a decimal integer in [0, 2^128-1]", s)
+		}
+	}
+	a, err := uint128.FromString(s)
+	if err != nil {
+		return Amount{}, fmt.Errorf("amount %q: want a decimal integer in [0, 2^128-1]", s)
+	}
+	return a, nil
+}
+
+// mulAmount is a × n, or false when it does not fit in 128 bits.
+func mulAmount(a Amount, n uint64) (Amount, bool) {
+	hi1, lo := bits.Mul64(a.Lo, n)
+	hi2, mid := bits.Mul64(a.Hi, n)
+	hi, carry := bits.Add64(hi1, mid, 0)
+	if hi2 != 0 || carry != 0 {
+		return uint128.Max, false
+	}
+	return uint128.New(lo, hi), true
+}
+
+// addAmount is a + b, or false when it does not fit in 128 bits.
+func addAmount(a, b Amount) (Amount, bool) {
+	lo, c := bits.Add64(a.Lo, b.Lo, 0)
+	hi, c2 := bits.Add64(a.Hi, b.Hi, c)
+	if c2 != 0 {
+		return uint128.Max, false
+	}
+	return uint128.New(lo, hi), true
+}
+
+// satMul is a × n saturating at 2^128-1.
+func satMul(a Amount, n uint64) Amount { x, _ := mulAmount(a, n); return x }
+
+// satAdd is a + b saturating at 2^128-1.
+func satAdd(a, b Amount) Amount { x, _ := addAmount(a, b); return x }
+
+// mulDiv is floor(a × num / den) for den > 0, or 2^128-1 and false when
+// it does not fit. a = q·den + r gives q·num + floor(r·num/den), where
+// r·num < den·2^64 keeps the 128/64 division in range.
+func mulDiv(a Amount, num, den uint64) (Amount, bool) {
+	q, r := a.QuoRem64(den)
+	hi, lo := bits.Mul64(r, num)
+	frac, _ := bits.Div64(hi, lo, den)
+	whole, ok := mulAmount(q, num)
+	if !ok {
+		return uint128.Max, false
+	}
+	return addAmount(whole, Amount{Lo: frac})
+}
+
+// wide is a 192-bit unsigned integer, hi:mid:lo: an effective priority,
+// a per-cycle fee times a weight in parts per million.
+type wide struct{ hi, mid, lo uint64 }
+
+func mulWide(a Amount, w uint64) wide {
+	h1, lo := bits.Mul64(a.Lo, w)
+	h2, m := bits.Mul64(a.Hi, w)
+	mid, c := bits.Add64(m, h1, 0)
+	return wide{hi: h2 + c, mid: mid, lo: lo}
+}
+
+func (x wide) cmp(y wide) int {
+	switch {
+	case x.hi != y.hi:
+		return cmpU64(x.hi, y.hi)
+	case x.mid != y.mid:
+		return cmpU64(x.mid, y.mid)
+	}
+	return cmpU64(x.lo, y.lo)
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Ledger is the token state the lane charges fees against (CIP-1 §3 step
+// 8): the embedding node implements it over its accounts. Debit fails with
+// ErrInsufficientFunds, changing nothing, when the balance is below x;
+// Credit fails with ErrAmountOverflow when the balance would pass 2^128-1.
+type Ledger interface {
+	Balance(a Address) Amount
+	Debit(a Address, x Amount) error
+	Credit(a Address, x Amount) error
+	Burn(x Amount) error
+}
+
+// ErrAmountOverflow is a credit or burn that would pass 2^128-1.
+var ErrAmountOverflow = errors.New("timerlane: amount overflows 128 bits")
+
+// MemLedger is an in-memory Ledger, for embedding and tests. The zero
+// value is not ready: use NewMemLedger.
+type MemLedger struct {
+	balances map[Address]Amount
+	burned   Amount
+}
+
+// NewMemLedger returns an empty ledger: every balance is 0.
+func NewMemLedger() *MemLedger { return &MemLedger{balances: map[Address]Amount{}} }
+
+// Balance is a's balance.
+func (l *MemLedger) Balance(a Address) Amount { return l.balances[a] }
+
+// Debit takes x from a.
+func (l *MemLedger) Debit(a Address, x Amount) error {
+	b := l.balances[a]
+	if b.Cmp(x) < 0 {
+		return fmt.Errorf("%w: %s has %s, needs %s", ErrInsufficientFunds, a, b, x)
+	}
+	if b = b.Sub(x); b.IsZero() {
+		delete(l.balances, a)
+	} else {
+		l.balances[a] = b
+	}
+	return nil
+}
+
+// Credit adds x to a.
+func (l *MemLedger) Credit(a Address, x Amount) error {
+	if x.IsZero() {
+		return nil
+	}
+	b, ok := addAmount(l.balances[a], x)
+	if !ok {
+		return fmt.Errorf("%w: credit %s to %s", ErrAmountOverflow, x, a)
+	}
+	l.balances[a] = b
+	return nil
+}
+
+// Burn destroys x.
+func (l *MemLedger) Burn(x Amount) error {
+	b, ok := addAmount(l.burned, x)
+	if !ok {
+		return fmt.Errorf("%w: burn %s", ErrAmountOverflow, x)
+	}
+	l.burned = b
+	return nil
+}
+
+// Burned is everything burned so far.
+func (l *MemLedger) Burned() Amount { return l.burned }
+
+// Clone returns an independent copy (for rollback and tests).
+func (l *MemLedger) Clone() *MemLedger {
+	c := &MemLedger{balances: make(map[Address]Amount, len(l.balances)), burned: l.burned}
+	for a, b := range l.balances {
+		c.balances[a] = b
+	}
+	return c
+}
+
+// PriorityTier is CIP-1 §7.3's priority hint: a multiplier, from the
+// governance config, on the timer's priority fee.
+type PriorityTier uint8
+
+// The tiers; the zero value is Standard.
+const (
+	Standard PriorityTier = iota
+	Economy
+	Fast
+	Urgent
+)
+
+var tierNames = [...]string{"standard", "economy", "fast", "urgent"}
+
+func (t PriorityTier) String() string {
+	if int(t) < len(tierNames) {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("PriorityTier(%d)", uint8(t))
+}
+
+// ParsePriorityTier reads economy, standard, fast or urgent.
+func ParsePriorityTier(s string) (PriorityTier, bool) {
+	for i, n := range tierNames {
+		if n == s {
+			return PriorityTier(i), true
+		}
+	}
+	return 0, false
+}
+
+// FeeField names the lane fields a schedule call states; the others take
+// their defaults (docs/SPEC.md §10).
+type FeeField uint8
+
+const (
+	HasFeePayer FeeField = 1 << iota
+	HasGasLimit
+	HasExpiresAt
+	HasMaxFee
+	HasMaxPriorityFee
+	HasTier
+	HasBid // the deprecated bid: its value is never used
+)
+
+// Fees are the CIP-1 §6 arguments of a schedule call under policy lane.
+type Fees struct {
+	Set            FeeField // which of the fields below were given
+	FeePayer       Address
+	GasLimit       uint64
+	ExpiresAt      uint64
+	MaxFee         Amount // per cycle
+	MaxPriorityFee Amount // per cycle
+	Tier           PriorityTier
+}
+
+// Scheduled is what a successful schedule call returns.
+type Scheduled struct {
+	ID   TimerID
+	Cost Cost
+	// Clamped reports TimerPriorityClampedAtSchedule (CIP-1 §6): the stated
+	// priority fee was above max fee − basefee and was lowered to it.
+	Clamped            bool
+	StatedPriorityFee  Amount
+	ClampedPriorityFee Amount
+}
+
+// BidContext is what a Gas Bidding Agent sees (CIP-1 §7.2).
+type BidContext struct {
+	TimerID             TimerID
+	Actor               Address
+	TriggerHeight       uint64 // the height the timer was scheduled for
+	CurrentHeight       uint64
+	BasefeeCycle        Amount // CIP-3's cycle basefee: the lane's (the engine knows no other)
+	BasefeeCell         Amount // CIP-3's cell basefee: 0, cells are not priced by the lane
+	BasefeeLaneTimer    Amount
+	LastBlockCycleUsage uint64 // lane cycles of the previous block
+	PrevP50Tip          Amount // median priority fee of the previous block's fires
+	OwnerBalance        Amount
+}
+
+// Bid is an agent's answer: fees per cycle.
+type Bid struct {
+	MaxFee, MaxPriorityFee Amount
+}
+
+// GasBidder is a custom Gas Bidding Agent (CIP-1 §7). Bid is called
+// read-only at fire time for each due timer of its actor that states no
+// fees of its own. An error or a panic counts as no answer: the timer is
+// priced by the default agent instead, and the block goes on.
+type GasBidder interface {
+	Bid(ctx *BidContext) (Bid, error)
+}
+
+// DefaultBid is the normative default agent (CIP-1 §7.1): max fee twice
+// the lane basefee (saturating), priority fee the previous block's median.
+func DefaultBid(ctx *BidContext) Bid {
+	return Bid{MaxFee: satMul(ctx.BasefeeLaneTimer, 2), MaxPriorityFee: ctx.PrevP50Tip}
+}

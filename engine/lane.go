@@ -1,0 +1,615 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/timerlane/timerlane/internal/fairness"
+	"github.com/timerlane/timerlane/internal/slab"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// DeferReason says why a due timer did not run in a block (it stays
+// pending and is considered again in the next one).
+type DeferReason uint8
+
+// The reasons, as FORMAT.md names them.
+const (
+	LaneFull     DeferReason = iota + 1 // the lane's cycles were taken by higher priorities
+	OverCap                             // gas_limit above max_cycles_per_fire_auction_phase
+	BelowBasefee                        // its max fee no longer covers the lane basefee
+	GCBudget                            // to be collected, but the GC lane is spent
+)
+
+var deferNames = [...]string{"", "lane_full", "over_cap", "below_basefee", "gc_budget"}
+
+func (r DeferReason) String() string { return deferNames[r] }
+
+// GCReason says why a timer was collected without firing (CIP-1 §9).
+type GCReason uint8
+
+// The reasons, as FORMAT.md names them.
+const (
+	Expired           GCReason = iota + 1 // the block is past its expires_at
+	InsufficientFunds                     // its fee payer cannot cover max_cost
+	SystemCancel                          // SYS_CANCEL_TIMER
+)
+
+var gcNames = [...]string{"", "expired", "insufficient_funds", "system_cancel"}
+
+func (r GCReason) String() string { return gcNames[r] }
+
+// LaneObserver hears the lane's collections and deferrals; an Observer
+// that also implements it gets them. Collected reports come before the
+// block's fires, Deferred ones after, each group in ascending timer id.
+type LaneObserver interface {
+	Collected(id TimerID, reason GCReason)
+	Deferred(id TimerID, reason DeferReason)
+}
+
+// FireFee is the settlement of one fire under the lane (CIP-1 §3 step 8).
+// Charged = Refund + Tip + Burned exactly.
+type FireFee struct {
+	FeePayer    Address
+	GasLimit    uint64
+	PriorityFee Amount // per cycle, after the clamp against the basefee
+	Weight      uint32 // W(actor) in parts per million
+	Charged     Amount // the pre-charge, max_cost
+	Refund      Amount
+	Tip         Amount // to the block's proposer
+	Burned      Amount
+}
+
+// LaneFigures sum up one lane block.
+type LaneFigures struct {
+	Basefee     Amount // the basefee this block ran at
+	NextBasefee Amount
+	LaneCycles  uint64 // gas limits of the fired timers: the utilisation
+	GCCycles    uint64
+	Burned      Amount
+	Tips        Amount
+	P50Tip      Amount // median priority fee of this block's fires
+}
+
+// feeRec holds the fee fields a timer stated; a timer that stated none has
+// no feeRec and takes every default.
+type feeRec struct {
+	Fees
+	next uint32 // free list
+}
+
+// laneState is the lane's consensus state and its per-block scratch.
+type laneState struct {
+	started    bool
+	basefee    Amount // the lane basefee of the open (or next) block
+	p50        Amount // median priority fee of the previous block's fires
+	lastCycles uint64 // lane cycles of the previous block
+	params     LaneParams
+	update     *LaneParams // SYS_UPDATE_TIMER_CONFIG, applied at the next block
+	window     *fairness.Window
+	ledger     Ledger
+	agents     map[Address]GasBidder
+	proposer   Address
+	sysGC      int // SYS_CANCEL_TIMER collections in the open block
+
+	deferred []uint32      // records of due timers that have not run; rec.lpos is 1 + position
+	reasons  []DeferReason // parallel to deferred
+
+	fees     slab.Slab[feeRec]
+	feeFree  uint32
+	nfees    uint32
+	cands    []cand
+	gcs      []uint32
+	gcWhy    []GCReason
+	fired    []Amount
+	order    []uint32
+	reserved map[Address]Amount
+	fee      FireFee
+	figures  LaneFigures
+	ctx      BidContext
+}
+
+// cand is a due timer that may run in this block.
+type cand struct {
+	eff     wide // priority fee × W
+	prio    Amount
+	maxCost Amount
+	gas     uint64
+	weight  uint32
+	rec     uint32
+	payer   Address
+	covered bool // max_cost fits in 128 bits
+}
+
+func (s *laneState) init(c Config) {
+	s.basefee, s.params = c.InitialBasefee, c.Lane
+	s.window = fairness.New(c.Lane.FairnessWindowBlocks)
+	s.ledger = NewMemLedger()
+	s.agents = map[Address]GasBidder{}
+	s.reserved = map[Address]Amount{}
+	s.fees.Ensure(0)
+	s.nfees = 1
+}
+
+// active reports whether the lane runs the block at height h.
+func (e *Engine) laneActive(h uint64) bool {
+	return e.cfg.Policy == PolicyLane && h >= e.cfg.ActivationHeight
+}
+
+// SetLedger sets the ledger the lane charges; the engine starts with an
+// empty MemLedger.
+func (e *Engine) SetLedger(l Ledger) { e.lane.ledger = l }
+
+// Ledger is the ledger the lane charges.
+func (e *Engine) Ledger() Ledger { return e.lane.ledger }
+
+// SetAgent gives actor a custom Gas Bidding Agent; nil restores the
+// default agent.
+func (e *Engine) SetAgent(actor Address, g GasBidder) {
+	if g == nil {
+		delete(e.lane.agents, actor)
+		return
+	}
+	e.lane.agents[actor] = g
+}
+
+// SetProposer sets the open block's proposer, who receives the tips; a
+// block whose proposer is not set pays tips to the zero address.
+func (e *Engine) SetProposer(a Address) { e.lane.proposer = a }
+
+// Basefee is the lane basefee of the open block (between blocks: of the
+// next one).
+func (e *Engine) Basefee() Amount { return e.lane.basefee }
+
+// LaneParams are the lane parameters in force.
+func (e *Engine) LaneParams() LaneParams { return e.lane.params }
+
+// beginLaneBlock applies a pending config update and starts the lane at
+// its activation height (CIP-1 §13.2): basefee initial, an empty fairness
+// window (so every actor starts at W = 2), no previous tips.
+func (e *Engine) beginLaneBlock(h uint64) {
+	s := &e.lane
+	if s.update != nil {
+		s.params, s.update = *s.update, nil
+		s.window.SetBlocks(s.params.FairnessWindowBlocks)
+		if s.basefee.Cmp(s.params.MinBasefee) < 0 {
+			s.basefee = s.params.MinBasefee
+		}
+	}
+	if !s.started && e.laneActive(h) {
+		s.started = true
+	}
+	s.proposer, s.sysGC = Address{}, 0
+}
+
+// cap is the per-fire cycles cap at height h.
+func (e *Engine) fireCap(h uint64) uint64 {
+	if e.laneActive(h) {
+		return e.lane.params.MaxCyclesPerFireAuction
+	}
+	return e.cfg.CyclesPerFire
+}
+
+func (e *Engine) feeOf(r *rec) *Fees {
+	if r.fee == 0 {
+		return nil
+	}
+	return &e.lane.fees.At(r.fee).Fees
+}
+
+func (e *Engine) allocFee() uint32 {
+	s := &e.lane
+	if i := s.feeFree; i != 0 {
+		s.feeFree = s.fees.At(i).next
+		return i
+	}
+	i := s.nfees
+	s.fees.Ensure(i)
+	s.nfees++
+	return i
+}
+
+func (e *Engine) freeFee(i uint32) {
+	if i == 0 {
+		return
+	}
+	s := &e.lane
+	*s.fees.At(i) = feeRec{next: s.feeFree}
+	s.feeFree = i
+}
+
+// expiry is the last height at which timer r may still run: its
+// expires_at, or by default its height + max_ttl_blocks (saturating).
+func (e *Engine) expiry(r *rec, f *Fees) uint64 {
+	if f != nil && f.Set&HasExpiresAt != 0 {
+		return f.ExpiresAt
+	}
+	return satAddU64(r.height, e.lane.params.MaxTTLBlocks)
+}
+
+func satAddU64(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
+}
+
+// payer is who pays timer r's fires: its fee_payer, or its actor.
+func (e *Engine) payer(r *rec, f *Fees) Address {
+	if f != nil && f.Set&HasFeePayer != 0 {
+		return f.FeePayer
+	}
+	return e.actors.recs[r.actor].addr
+}
+
+// bid prices timer r for this block: stated fees first, else the actor's
+// custom agent, else the default agent (CIP-1 §7); then the tier's
+// multiplier on the priority fee.
+func (e *Engine) bid(r *rec, f *Fees) Bid {
+	s := &e.lane
+	c := &s.ctx
+	*c = BidContext{
+		TimerID: r.id, Actor: e.actors.recs[r.actor].addr, TriggerHeight: r.height, CurrentHeight: e.height,
+		BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
+	}
+	def := DefaultBid(c)
+	b := def
+	var set FeeField
+	if f != nil {
+		set = f.Set
+	}
+	switch {
+	case set&(HasMaxFee|HasMaxPriorityFee) != 0:
+		if set&HasMaxFee != 0 {
+			b.MaxFee = f.MaxFee
+		}
+		if set&HasMaxPriorityFee != 0 {
+			b.MaxPriorityFee = f.MaxPriorityFee
+		}
+	default:
+		if g, ok := s.agents[c.Actor]; ok {
+			c.OwnerBalance = s.ledger.Balance(c.Actor)
+			b = callAgent(g, c, def)
+		}
+	}
+	tier := Standard
+	if set&HasTier != 0 {
+		tier = f.Tier
+	}
+	b.MaxPriorityFee, _ = mulDiv(b.MaxPriorityFee, s.params.TierMultipliers[tier], 1000)
+	return b
+}
+
+// callAgent asks a custom agent, falling back to def when it fails or
+// panics: an agent can never halt the block.
+func callAgent(g GasBidder, c *BidContext, def Bid) (b Bid) {
+	defer func() {
+		if recover() != nil {
+			b = def
+		}
+	}()
+	ctx := *c // the agent gets a copy: read-only
+	b, err := g.Bid(&ctx)
+	if err != nil {
+		return def
+	}
+	return b
+}
+
+// addDeferred puts due timer i on the deferred list.
+func (e *Engine) addDeferred(i uint32) {
+	s := &e.lane
+	s.deferred = append(s.deferred, i)
+	s.reasons = append(s.reasons, 0)
+	e.recs.At(i).lpos = uint32(len(s.deferred))
+}
+
+// dropDeferred takes timer i off the deferred list.
+func (e *Engine) dropDeferred(i uint32) {
+	s := &e.lane
+	r := e.recs.At(i)
+	k, last := r.lpos-1, len(s.deferred)-1
+	if j := s.deferred[last]; int(k) != last {
+		s.deferred[k], s.reasons[k] = j, s.reasons[last]
+		e.recs.At(j).lpos = k + 1
+	}
+	s.deferred, s.reasons = s.deferred[:last], s.reasons[:last]
+	r.lpos = 0
+}
+
+func (e *Engine) setReason(i uint32, why DeferReason) {
+	e.lane.reasons[e.recs.At(i).lpos-1] = why
+}
+
+// collect removes timer i, which is not firing, from the pending set for
+// good, and reports it.
+func (e *Engine) collect(i uint32, why GCReason) {
+	r := e.recs.At(i)
+	if r.lpos != 0 {
+		e.dropDeferred(i)
+	} else {
+		e.unqueue(i)
+	}
+	e.ids.del(&r.id)
+	e.actors.recs[r.actor].pending--
+	e.pending--
+	if o, ok := e.obs.(LaneObserver); ok {
+		o.Collected(r.id, why)
+	}
+	e.release(i)
+}
+
+func compareIDs(e *Engine) func(a, b uint32) int {
+	return func(a, b uint32) int { return bytes.Compare(e.recs.At(a).id[:], e.recs.At(b).id[:]) }
+}
+
+// lane is CIP-1 v3's end of block (§3 steps 4-10), from ActivationHeight;
+// below it the block runs fifo. docs/SPEC.md §10 states every rule.
+type lane struct{}
+
+func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
+	if !e.laneActive(e.height) {
+		return fifo{}.endBlock(e, x, due)
+	}
+	s := &e.lane
+	h := e.height
+	p := &s.params
+	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
+		e.addDeferred(uint32(t.Val))
+	}
+	s.window.Expire(h, func(a uint32) { e.actors.unref(a) })
+
+	// Classify every due timer (step 4) and price the candidates (steps 5-6).
+	fireCap := p.MaxCyclesPerFireAuction
+	cands, gcs, why := s.cands[:0], s.gcs[:0], s.gcWhy[:0]
+	for k, i := range s.deferred {
+		r := e.recs.At(i)
+		f := e.feeOf(r)
+		if h > e.expiry(r, f) {
+			gcs, why = append(gcs, i), append(why, Expired)
+			continue
+		}
+		gas := fireCap
+		if f != nil && f.Set&HasGasLimit != 0 {
+			gas = f.GasLimit
+		}
+		if gas > fireCap {
+			s.reasons[k] = OverCap
+			continue
+		}
+		b := e.bid(r, f)
+		if b.MaxFee.Cmp(s.basefee) < 0 {
+			s.reasons[k] = BelowBasefee
+			continue
+		}
+		prio := b.MaxFee.Sub(s.basefee)
+		if b.MaxPriorityFee.Cmp(prio) < 0 {
+			prio = b.MaxPriorityFee
+		}
+		w := s.window.Weight(r.actor)
+		perCycle, ok1 := addAmount(s.basefee, prio)
+		maxCost, ok2 := mulAmount(perCycle, gas)
+		cands = append(cands, cand{
+			eff: mulWide(prio, uint64(w)), prio: prio, maxCost: maxCost, gas: gas, weight: w,
+			rec: i, payer: e.payer(r, f), covered: ok1 && ok2,
+		})
+	}
+	// Sort (step 7): effective priority descending, then timer id.
+	slices.SortFunc(cands, func(a, b cand) int {
+		if c := b.eff.cmp(a.eff); c != 0 {
+			return c
+		}
+		return bytes.Compare(e.recs.At(a.rec).id[:], e.recs.At(b.rec).id[:])
+	})
+	// Select greedily within the lane, each payer covering the max_cost of
+	// its selected timers of higher priority too: every fee decision is
+	// made before any handler runs.
+	clear(s.reserved)
+	var budget uint64
+	n := 0
+	for _, c := range cands {
+		bal := s.ledger.Balance(c.payer)
+		avail := bal.SubWrap(s.reserved[c.payer]) // reserved <= bal
+		if !c.covered || avail.Cmp(c.maxCost) < 0 {
+			gcs, why = append(gcs, c.rec), append(why, InsufficientFunds)
+			continue
+		}
+		if budget+c.gas > p.LaneTimerCycles {
+			e.setReason(c.rec, LaneFull)
+			continue
+		}
+		budget += c.gas
+		s.reserved[c.payer] = s.reserved[c.payer].Add(c.maxCost)
+		cands[n] = c
+		n++
+	}
+	cands = cands[:n]
+
+	// The GC lane (§9), in ascending timer id, within its own budget.
+	res := BlockResult{}
+	fig := &s.figures
+	*fig = LaneFigures{Basefee: s.basefee}
+	if len(gcs) > 0 {
+		idx := s.order[:0]
+		for k := range gcs {
+			idx = append(idx, uint32(k))
+		}
+		slices.SortFunc(idx, func(a, b uint32) int {
+			return bytes.Compare(e.recs.At(gcs[a]).id[:], e.recs.At(gcs[b]).id[:])
+		})
+		for _, k := range idx {
+			i := gcs[k]
+			if fig.GCCycles+p.GCCostPerTimer > p.GCCycles {
+				e.setReason(i, GCBudget)
+				continue
+			}
+			fig.GCCycles += p.GCCostPerTimer
+			e.collect(i, why[k])
+			res.GC++
+		}
+		s.order = idx[:0]
+	}
+
+	// Take the selected timers out of the pending set, then fire them in
+	// priority order and settle each (step 8).
+	for _, c := range cands {
+		r := e.recs.At(c.rec)
+		e.dropDeferred(c.rec)
+		e.ids.del(&r.id)
+		e.actors.recs[r.actor].pending--
+		e.pending--
+	}
+	fired := s.fired[:0]
+	for _, c := range cands {
+		r := e.recs.At(c.rec)
+		fee := &s.fee
+		*fee = FireFee{FeePayer: c.payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: c.maxCost}
+		if err := s.ledger.Debit(c.payer, c.maxCost); err != nil {
+			// Only an executor that moved funds during this block gets
+			// here: the timer is collected as CIP-1 §3 step 8 says.
+			e.pending++ // collect counts it out again
+			e.actors.recs[r.actor].pending++
+			e.ids.put(&r.id, c.rec)
+			r.lpos = 0
+			e.collectTaken(c.rec, InsufficientFunds)
+			res.GC++
+			continue
+		}
+		fig.LaneCycles += c.gas
+		actor := r.actor
+		u, reverted := e.fire(x, c.rec, c.gas, fee)
+		billed := c.gas
+		if !reverted {
+			billed = min(u.Cycles, c.gas)
+		}
+		// Exact split of the pre-charge: refund + tip + burned = max_cost.
+		fee.Tip = c.prio.Mul64(billed)
+		fee.Burned = s.basefee.Mul64(billed)
+		fee.Refund = c.maxCost.Sub(fee.Tip).Sub(fee.Burned)
+		e.settle(fee)
+		fig.Tips, fig.Burned = satAdd(fig.Tips, fee.Tip), satAdd(fig.Burned, fee.Burned)
+		fired = append(fired, c.prio)
+		if s.window.Recent(actor) == 0 {
+			e.actors.recs[actor].refs++ // the window holds the actor until it is pruned
+		}
+		s.window.Add(h, actor, 1)
+		if e.obs != nil {
+			e.obs.Fired(&e.del, e.lastFire)
+		}
+		e.release(c.rec)
+		res.Fired++
+	}
+
+	// Whatever is left waits for the next block (step 9), reported in
+	// ascending timer id.
+	if len(s.deferred) > 0 {
+		order := append(s.order[:0], s.deferred...)
+		slices.SortFunc(order, compareIDs(e))
+		lo, _ := e.obs.(LaneObserver)
+		for _, i := range order {
+			if lo != nil {
+				lo.Deferred(e.recs.At(i).id, s.reasons[e.recs.At(i).lpos-1])
+			}
+		}
+		clear(order)
+		s.order = order[:0]
+		res.Deferred = len(s.deferred)
+	}
+
+	// Next block's basefee (§5) and default tip (§7.1).
+	fig.P50Tip = median(fired)
+	fig.NextBasefee = nextBasefee(s.basefee, fig.LaneCycles, p)
+	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
+	clear(fired)
+	s.fired = fired[:0]
+	s.cands, s.gcs, s.gcWhy = cands[:0], gcs[:0], why[:0]
+	res.Lane = fig
+	return res
+}
+
+// collectTaken reports and frees a selected timer whose pre-charge failed.
+func (e *Engine) collectTaken(i uint32, why GCReason) {
+	r := e.recs.At(i)
+	e.ids.del(&r.id)
+	e.actors.recs[r.actor].pending--
+	e.pending--
+	if o, ok := e.obs.(LaneObserver); ok {
+		o.Collected(r.id, why)
+	}
+	e.release(i)
+}
+
+// settle pays out a fire's pre-charge: the refund to the payer, the tip to
+// the proposer, the rest burned. The pre-charge covered all three, so
+// only a ledger that cannot hold the sums fails here, and then the amount
+// stays burned rather than lost from the books.
+func (e *Engine) settle(f *FireFee) {
+	s := &e.lane
+	if err := s.ledger.Credit(f.FeePayer, f.Refund); err != nil {
+		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
+	}
+	if err := s.ledger.Credit(s.proposer, f.Tip); err != nil {
+		f.Burned, f.Tip = f.Burned.Add(f.Tip), Amount{}
+	}
+	_ = s.ledger.Burn(f.Burned)
+}
+
+// median is the p50 of xs (sorted in place): the middle value, or for an
+// even count the mean of the two middle ones rounded down; 0 for none.
+func median(xs []Amount) Amount {
+	if len(xs) == 0 {
+		return Amount{}
+	}
+	slices.SortFunc(xs, func(a, b Amount) int { return a.Cmp(b) })
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	a, b := xs[m-1], xs[m]
+	// floor((a+b)/2) without overflow: a/2 + b/2 + (1 if both odd).
+	r := a.Rsh(1).Add(b.Rsh(1))
+	if a.Lo&1 == 1 && b.Lo&1 == 1 {
+		r = r.Add64(1)
+	}
+	return r
+}
+
+// nextBasefee is CIP-1 §5 in integers: with target T = lane/2 and used
+// cycles u, the basefee moves by basefee × clip((u − T)/T, −1/8, +1/8),
+// rounded down, rising by at least 1 when u > T (so a basefee of 0..7 can
+// still rise) and never below the floor.
+func nextBasefee(b Amount, used uint64, p *LaneParams) Amount {
+	t := p.LaneTimerCycles / 2
+	var next Amount
+	switch {
+	case used > t:
+		d, _ := mulDiv(b, min(8*(used-t), t), 8*t)
+		if d.IsZero() {
+			d = Amount{Lo: 1}
+		}
+		next = satAdd(b, d)
+	case used < t:
+		d, _ := mulDiv(b, min(8*(t-used), t), 8*t)
+		next = b.Sub(d)
+	default:
+		next = b
+	}
+	if next.Cmp(p.MinBasefee) < 0 {
+		next = p.MinBasefee
+	}
+	return next
+}
+
+// emptyLaneBlocks runs n lane blocks in which nothing is due: the basefee
+// falls toward its floor (a fixed point within a few hundred blocks, so
+// the loop is short however large n is) and the default tip becomes 0.
+func (s *laneState) emptyLaneBlocks(n uint64) {
+	for ; n > 0; n-- {
+		next := nextBasefee(s.basefee, 0, &s.params)
+		if next == s.basefee {
+			break
+		}
+		s.basefee = next
+	}
+	s.p50, s.lastCycles = Amount{}, 0
+}
