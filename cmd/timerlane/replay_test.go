@@ -64,7 +64,10 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"label never bound", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"nope"}]}`, `line 2: calls[0]: label "nope" was never bound`},
 		{"both ids", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"x","timer_id":"0x00"}]}`, "give timer_id or timer, not both"},
 		{"rollback not yet", "{\"op\":\"advance\",\"to\":3}\n{\"op\":\"rollback\",\"to\":2}", "line 2: rollback: not supported yet"},
-		{"lane not yet", `{"op":"config","policy":"lane"}`, "line 1: policy lane: not supported yet"},
+		{"lane cap above the lane", `{"op":"config","policy":"lane","max_cycles_per_fire_auction_phase":3000000}`, "line 1: config: timerlane: invalid config: max_cycles_per_fire_auction_phase 3000000: must be in [1, lane_timer_cycles 2000000]"},
+		{"update of the layout", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"ring_size":4}}`, "line 3: config.ring_size: update_config cannot change it"},
+		{"invalid update", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"fairness_window_blocks":0}}`, "line 3: update_config: timerlane: invalid config: fairness_window_blocks 0: must be >= 1"},
+		{"amount too large", `{"op":"config","policy":"lane"}` + "\n" + `{"op":"fund","account":` + a + `,"amount":"340282366920938463463374607431768211456"}`, "line 2:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

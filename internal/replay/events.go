@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+
+	"github.com/timerlane/timerlane/engine"
 )
 
 // event writes one JSON object per line, keys in the order given, with
@@ -31,6 +33,15 @@ func (ev *event) uint(k string, v uint64) *event {
 	ev.key(k)
 	var b [20]byte
 	ev.w.Write(strconv.AppendUint(b[:0], v, 10))
+	return ev
+}
+
+// amount writes a token amount as a decimal string (FORMAT.md).
+func (ev *event) amount(k string, v engine.Amount) *event {
+	ev.key(k)
+	ev.w.WriteByte('"')
+	ev.w.WriteString(v.String())
+	ev.w.WriteByte('"')
 	return ev
 }
 

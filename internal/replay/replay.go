@@ -4,6 +4,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 
@@ -27,19 +28,26 @@ type scriptKey struct {
 }
 
 type runner struct {
-	out     *bufio.Writer
-	ev      event
-	eng     *engine.Engine
-	cfg     engine.Config
-	scripts map[scriptKey]*script
-	nonces  map[engine.Address]uint64
-	labels  map[string]engine.TimerID
-	line    int // the op being run, for errors
-	inBlock bool
-	began   bool // a block has begun: the config can no longer change
-	events  int  // events printed in the open block
-	failure error
+	out        *bufio.Writer
+	ev         event
+	eng        *engine.Engine
+	cfg        engine.Config
+	scripts    map[scriptKey]*script
+	nonces     map[engine.Address]uint64
+	labels     map[string]engine.TimerID
+	line       int // the op being run, for errors
+	inBlock    bool
+	began      bool // a block has begun: the config can no longer change
+	events     int  // events printed in the open block
+	failure    error
+	lane       bool          // policy lane
+	handlerOut bytes.Buffer  // a firing handler's events, printed after its fire line
+	callsW     *bufio.Writer // writes to calls
 }
+
+// system is the sender of the trace's system ops: the one system deployer
+// of the replay's engine.
+var system = engine.Address{}
 
 // Run replays the trace read from r, writing events to w. A trace error
 // (a *trace.Error) stops the replay; the events before it stay written.
@@ -91,12 +99,33 @@ func (rn *runner) run(op *trace.Op) error {
 	case "config":
 		return rn.config(op.Config)
 	case "fund":
-		return nil // no effect under fifo
+		return rn.fund(op)
+	case "gba":
+		e, err := rn.engine()
+		if err != nil {
+			return err
+		}
+		if op.GBA.Default {
+			e.SetAgent(op.Actor, nil)
+			return nil
+		}
+		a, err := newAgent(op.GBA)
+		if err != nil {
+			return rn.fail("gba: %v", err)
+		}
+		e.SetAgent(op.Actor, a)
+		return nil
+	case "system":
+		return rn.system(op.System)
 	case "handler":
 		rn.scripts[scriptKey{op.Actor, op.Handler}] = &script{cycles: op.Cycles, cells: op.Cells, revert: op.Revert, calls: op.Calls}
 		return nil
 	case "block":
-		return rn.block(op.Height)
+		if err := rn.block(op.Height); err != nil {
+			return err
+		}
+		rn.eng.SetProposer(op.Proposer) // the zero address when absent
+		return nil
 	case "tx":
 		return rn.tx(op)
 	case "end":
@@ -109,12 +138,30 @@ func (rn *runner) run(op *trace.Op) error {
 	case "rollback":
 		return rn.fail("rollback: %v (it comes with the durability work)", ErrUnsupported)
 	}
-	return rn.fail("op %s: %v under policy fifo", op.Kind, ErrUnsupported)
+	return rn.fail("op %s: %v", op.Kind, ErrUnsupported)
 }
 
 func (rn *runner) config(c *trace.Config) error {
-	if c.Policy != "fifo" {
-		return rn.fail("policy %s: %v", c.Policy, ErrUnsupported)
+	if c.Policy == "lane" {
+		rn.lane = true
+		rn.cfg.Policy = engine.PolicyLane
+		rn.cfg.SystemDeployers = []engine.Address{system}
+		if c.ActivationHeight != nil {
+			rn.cfg.ActivationHeight = *c.ActivationHeight
+		}
+		if err := laneConfig(c, &rn.cfg.Lane); err != nil {
+			return rn.fail("config: %v", err)
+		}
+		if v, ok := c.Ints["max_cycles_per_fire"]; ok {
+			rn.cfg.CyclesPerFire = v
+		}
+		if v, ok := c.Amounts["initial_lane_basefee"]; ok {
+			a, err := engine.ParseAmount(v)
+			if err != nil {
+				return rn.fail("config: initial_lane_basefee: %v", err)
+			}
+			rn.cfg.InitialBasefee = a
+		}
 	}
 	// A fixed order, so that a trace with several bad values always names
 	// the same one.
@@ -176,7 +223,11 @@ func (rn *runner) end(always bool) error {
 	}
 	rn.inBlock = false
 	if always || rn.events > 0 || res.Fired > 0 {
-		rn.ev.begin("block", res.Height).int("fired", res.Fired).int("deferred", res.Deferred).int("gc", res.GC).int("pending", res.Pending).end()
+		ev := rn.ev.begin("block", res.Height).int("fired", res.Fired).int("deferred", res.Deferred).int("gc", res.GC).int("pending", res.Pending)
+		if res.Lane != nil {
+			laneBlock(ev, res.Lane)
+		}
+		ev.end()
 	}
 	return nil
 }
@@ -238,7 +289,7 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 	actor := tx.Actor()
 	for _, c := range calls {
 		var (
-			id   engine.TimerID
+			res  engine.Scheduled
 			cost engine.Cost
 			err  error
 		)
@@ -248,22 +299,31 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 			if c.InScript {
 				height = h + c.After
 			}
-			id, cost, err = tx.Schedule(height, c.Payload)
-			if err == nil && c.Label != "" {
-				rn.labels[c.Label] = id
+			var f *engine.Fees
+			if c.HasFee {
+				if f, err = fees(&c.Fee); err != nil {
+					return rn.fail("calls[%d]: %v", c.Index, err)
+				}
 			}
-		case "cancel":
+			res, err = tx.ScheduleFees(height, c.Payload, f)
+			cost = res.Cost
+			if err == nil && c.Label != "" {
+				rn.labels[c.Label] = res.ID
+			}
+		case "cancel", "extend":
 			target, known, bound := rn.target(c)
 			switch {
 			case !bound:
 				return rn.fail("calls[%d]: label %q was never bound", c.Index, c.Timer)
 			case !known:
 				err = engine.ErrUnknownTimer
-			default:
+			case c.Kind == "cancel":
 				cost, err = tx.Cancel(target)
+			default:
+				cost, err = tx.Extend(target, c.Expires)
 			}
 		default:
-			return rn.fail("calls[%d]: %s: %v under policy fifo", c.Index, c.Kind, ErrUnsupported)
+			return rn.fail("calls[%d]: unknown call %s", c.Index, c.Kind)
 		}
 		ev := rn.ev.begin("call", h).raw("actor", engine.Address(actor).String()).uint("nonce", tx.Nonce()).int("index", c.Index).str("call", c.Kind)
 		if err != nil {
@@ -275,9 +335,12 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 		} else {
 			ev.bool("ok", true)
 			if c.Kind == "schedule" {
-				ev.hex("timer_id", id[:])
+				ev.hex("timer_id", res.ID[:])
 			}
 			ev.uint("cycles", cost.Cycles).uint("cells", cost.Cells)
+			if res.Clamped {
+				ev.amount("stated_priority_fee", res.StatedPriorityFee).amount("clamped_priority_fee", res.ClampedPriorityFee)
+			}
 		}
 		if from != nil {
 			ev.hex("from_timer", from[:])
@@ -303,12 +366,17 @@ func (rn *runner) target(c trace.Call) (id engine.TimerID, known, bound bool) {
 	return id, true, true
 }
 
-// Execute runs the handler script of a fired timer (engine.Executor).
+// Execute runs the handler script of a fired timer (engine.Executor). The
+// events of its calls wait in rn.handlerOut for Fired, which prints the fire
+// line first: under the lane that line carries the settlement, known only
+// after the handler ran.
 func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	rn.events++
-	rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
-		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
-		uint("cells_limit", d.CellsLimit).hex("origin", d.Origin[:]).raw("sender", d.Sender.String()).end()
+	if rn.callsW == nil {
+		rn.callsW = bufio.NewWriter(&rn.handlerOut)
+	}
+	rn.handlerOut.Reset()
+	rn.ev.w = rn.callsW
 	s := rn.scripts[scriptKey{d.Actor, string(d.Handler)}]
 	if s == nil {
 		s = &script{cycles: 10000}
@@ -327,8 +395,19 @@ func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error
 
 var errScriptRevert = errors.New("handler script reverts")
 
-// Fired prints the revert of a handler that reverted (engine.Observer).
+// Fired prints the fire line, the events of the handler's calls and, if
+// it reverted, a revert line (engine.Observer).
 func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
+	rn.callsW.Flush()
+	rn.ev.w = rn.out
+	ev := rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
+		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
+		uint("cells_limit", d.CellsLimit).hex("origin", d.Origin[:]).raw("sender", d.Sender.String())
+	if r.Fee != nil {
+		laneFire(ev, r.Fee)
+	}
+	ev.end()
+	rn.out.Write(rn.handlerOut.Bytes())
 	if r.Reverted {
 		rn.ev.begin("revert", d.Block).raw("actor", d.Actor.String()).uint("nonce", rn.nonces[d.Actor]).end()
 	}

@@ -103,6 +103,11 @@ var laneIntKeys = []string{"lane_timer_cycles", "timer_gc_cycles", "max_cycles_p
 
 var laneAmountKeys = []string{"initial_lane_basefee", "min_lane_basefee"}
 
+// notUpdatable are the config keys that SYS_UPDATE_TIMER_CONFIG cannot
+// change: the policy and its activation, the tier layout, the CIP-5
+// limits, the fifo phase's per-fire limit and the lane's starting basefee.
+var notUpdatable = append([]string{"policy", "activation_height", "initial_lane_basefee", "max_cycles_per_fire"}, layoutKeys...)
+
 var tiers = []string{"economy", "standard", "fast", "urgent"}
 
 // Reader reads ops one line at a time, so that a replay prints the events
@@ -180,7 +185,7 @@ func (t *Reader) parse(line []byte) (*Op, error) {
 		if t.nOps > 0 {
 			return nil, errors.New("config must be the first op, and come at most once")
 		}
-		op.Config = p.config(o)
+		op.Config = p.config(o, false)
 		if p.err == nil {
 			t.lane = op.Config.Policy == "lane"
 		}
@@ -492,7 +497,13 @@ func (p *fields) system(o *object) *SystemCall {
 			return nil
 		}
 		cp := fields{o: co, prefix: "config."}
-		s.Config = cp.config(co)
+		for _, k := range notUpdatable {
+			if co.has(k) && p.err == nil {
+				p.err = fmt.Errorf("config.%s: update_config cannot change it", k)
+				return nil
+			}
+		}
+		s.Config = cp.config(co, true)
 		if cp.err != nil && p.err == nil {
 			p.err = cp.err
 		}
@@ -505,9 +516,13 @@ func (p *fields) system(o *object) *SystemCall {
 	return s
 }
 
-func (p *fields) config(o *object) *Config {
+// config reads a config op, or with update the config of an update_config
+// system call, which is of the lane's parameters.
+func (p *fields) config(o *object, update bool) *Config {
 	c := &Config{Policy: "fifo", Ints: map[string]uint64{}, Amounts: map[string]string{}}
-	if o.has("policy") {
+	if update {
+		c.Policy = "lane"
+	} else if o.has("policy") {
 		c.Policy = p.str("policy", true)
 		if p.err == nil && c.Policy != "fifo" && c.Policy != "lane" {
 			p.fail("policy", fmt.Errorf("%q: must be fifo or lane", short(c.Policy)))

@@ -1,0 +1,209 @@
+package replay
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/trace"
+)
+
+// laneConfig applies a config's (or an update_config's) lane keys to p.
+func laneConfig(c *trace.Config, p *engine.LaneParams) error {
+	for _, f := range []struct {
+		key string
+		v   *uint64
+	}{
+		{"lane_timer_cycles", &p.LaneTimerCycles},
+		{"timer_gc_cycles", &p.GCCycles},
+		{"gc_cost_per_timer", &p.GCCostPerTimer},
+		{"max_cycles_per_fire_auction_phase", &p.MaxCyclesPerFireAuction},
+		{"fairness_window_blocks", &p.FairnessWindowBlocks},
+		{"max_ttl_blocks", &p.MaxTTLBlocks},
+		{"bid_deprecation_blocks", &p.BidDeprecationBlocks},
+	} {
+		if v, ok := c.Ints[f.key]; ok {
+			*f.v = v
+		}
+	}
+	if v, ok := c.Amounts["min_lane_basefee"]; ok {
+		a, err := engine.ParseAmount(v)
+		if err != nil {
+			return fmt.Errorf("min_lane_basefee: %v", err)
+		}
+		p.MinBasefee = a
+	}
+	for name, m := range c.TierMultipliers {
+		t, _ := engine.ParsePriorityTier(name) // the parser checked the name
+		p.TierMultipliers[t] = m
+	}
+	return nil
+}
+
+func (rn *runner) fund(op *trace.Op) error {
+	e, err := rn.engine()
+	if err != nil {
+		return err
+	}
+	a, err := engine.ParseAmount(op.Amount)
+	if err != nil {
+		return rn.fail("fund: %v", err)
+	}
+	if err := e.Ledger().Credit(op.Account, a); err != nil {
+		return rn.fail("fund: %v", err)
+	}
+	return nil
+}
+
+// agent is a gba op's custom Gas Bidding Agent: fixed fees, the tip raised
+// for every block the timer is late.
+type agent struct {
+	maxFee, tip, perBlock engine.Amount
+}
+
+func newAgent(g *trace.GBA) (*agent, error) {
+	var a agent
+	var err error
+	for _, f := range []struct {
+		name, s string
+		v       *engine.Amount
+	}{{"max_fee_per_cycle", g.MaxFee, &a.maxFee}, {"max_priority_fee_per_cycle", g.MaxPriorityFee, &a.tip}, {"tip_per_block_late", g.TipPerBlock, &a.perBlock}} {
+		if f.s == "" {
+			continue
+		}
+		if *f.v, err = engine.ParseAmount(f.s); err != nil {
+			return nil, fmt.Errorf("%s: %v", f.name, err)
+		}
+	}
+	return &a, nil
+}
+
+// Bid implements engine.GasBidder; the sums saturate at 2^128-1.
+func (a *agent) Bid(c *engine.BidContext) (engine.Bid, error) {
+	late := c.CurrentHeight - c.TriggerHeight
+	extra, ok := mul(a.perBlock, late)
+	tip := engine.Amount{}
+	if ok {
+		tip, ok = add(a.tip, extra)
+	}
+	if !ok {
+		tip = maxAmount
+	}
+	return engine.Bid{MaxFee: a.maxFee, MaxPriorityFee: tip}, nil
+}
+
+var maxAmount = engine.Amount{Lo: ^uint64(0), Hi: ^uint64(0)}
+
+// mul is a × n, false when it passes 2^128-1.
+func mul(a engine.Amount, n uint64) (engine.Amount, bool) {
+	h1, lo := bits.Mul64(a.Lo, n)
+	h2, mid := bits.Mul64(a.Hi, n)
+	hi, c := bits.Add64(h1, mid, 0)
+	return engine.Amount{Lo: lo, Hi: hi}, h2 == 0 && c == 0
+}
+
+// add is a + b, false when it passes 2^128-1.
+func add(a, b engine.Amount) (engine.Amount, bool) {
+	lo, c := bits.Add64(a.Lo, b.Lo, 0)
+	hi, c2 := bits.Add64(a.Hi, b.Hi, c)
+	return engine.Amount{Lo: lo, Hi: hi}, c2 == 0
+}
+
+// system runs a system op. A system instruction that fails (an unknown
+// timer, an invalid expiry) changes nothing and prints nothing: it is not
+// an actor's call, and FORMAT.md gives it no event.
+func (rn *runner) system(s *trace.SystemCall) error {
+	if !rn.inBlock {
+		return rn.fail("system %s outside a block", s.Call)
+	}
+	e := rn.eng
+	var id engine.TimerID
+	if s.Call != "update_config" && len(s.TimerID) != len(id) {
+		return nil // names no timer
+	}
+	copy(id[:], s.TimerID)
+	switch s.Call {
+	case "cancel":
+		e.SystemCancel(system, id)
+	case "extend":
+		e.SystemExtend(system, id, s.Expires)
+	case "update_config":
+		p := e.LaneParams()
+		if err := laneConfig(s.Config, &p); err != nil {
+			return rn.fail("update_config: %v", err)
+		}
+		if err := e.SystemUpdateConfig(system, p); err != nil {
+			return rn.fail("update_config: %v", err)
+		}
+	}
+	return nil
+}
+
+// fees converts a schedule call's lane fields.
+func fees(f *trace.Fee) (*engine.Fees, error) {
+	var out engine.Fees
+	if f.FeePayer != nil {
+		out.Set |= engine.HasFeePayer
+		out.FeePayer = *f.FeePayer
+	}
+	if f.GasLimit != nil {
+		out.Set |= engine.HasGasLimit
+		out.GasLimit = *f.GasLimit
+	}
+	if f.ExpiresAt != nil {
+		out.Set |= engine.HasExpiresAt
+		out.ExpiresAt = *f.ExpiresAt
+	}
+	for _, a := range []struct {
+		name string
+		s    *string
+		bit  engine.FeeField
+		v    *engine.Amount
+	}{
+		{"max_fee_per_cycle", f.MaxFee, engine.HasMaxFee, &out.MaxFee},
+		{"max_priority_fee_per_cycle", f.MaxPriorityFee, engine.HasMaxPriorityFee, &out.MaxPriorityFee},
+		{"bid", f.Bid, engine.HasBid, nil},
+	} {
+		if a.s == nil {
+			continue
+		}
+		v, err := engine.ParseAmount(*a.s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", a.name, err)
+		}
+		out.Set |= a.bit
+		if a.v != nil {
+			*a.v = v
+		}
+	}
+	if f.PriorityTier != "" {
+		out.Set |= engine.HasTier
+		out.Tier, _ = engine.ParsePriorityTier(f.PriorityTier)
+	}
+	return &out, nil
+}
+
+// Collected prints a gc event (engine.LaneObserver).
+func (rn *runner) Collected(id engine.TimerID, why engine.GCReason) {
+	rn.ev.begin("gc", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
+	rn.events++
+}
+
+// Deferred prints a defer event (engine.LaneObserver).
+func (rn *runner) Deferred(id engine.TimerID, why engine.DeferReason) {
+	rn.ev.begin("defer", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
+	rn.events++
+}
+
+// laneFire adds the lane's fields to a fire event.
+func laneFire(ev *event, f *engine.FireFee) {
+	ev.raw("fee_payer", f.FeePayer.String()).uint("gas_limit", f.GasLimit).amount("priority_fee", f.PriorityFee).
+		uint("weight", uint64(f.Weight)).amount("charged", f.Charged).amount("refund", f.Refund).
+		amount("tip", f.Tip).amount("burned", f.Burned)
+}
+
+// laneBlock adds the lane's fields to a block event.
+func laneBlock(ev *event, l *engine.LaneFigures) {
+	ev.amount("basefee", l.Basefee).amount("next_basefee", l.NextBasefee).uint("lane_cycles", l.LaneCycles).
+		uint("gc_cycles", l.GCCycles).amount("burned", l.Burned).amount("tips", l.Tips).amount("p50_tip", l.P50Tip)
+}
