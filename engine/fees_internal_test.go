@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"math/big"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"lukechampine.com/uint128"
+)
+
+func amt(s string) Amount {
+	a, err := ParseAmount(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+const max128 = "340282366920938463463374607431768211455"
+
+func TestNextBasefee(t *testing.T) {
+	p := DefaultLaneParams() // lane 2,000,000: target 1,000,000
+	tests := []struct {
+		name string
+		b    string
+		used uint64
+		want string
+	}{
+		{"full lane: +12.5%", "1000", 2_000_000, "1125"},
+		{"empty lane: -12.5%", "1000", 0, "875"},
+		{"at target: unchanged", "1000", 1_000_000, "1000"},
+		{"75%: clipped at +12.5%", "1000", 1_500_000, "1125"},
+		{"56.25%: exactly +12.5%", "1000", 1_125_000, "1125"},
+		{"53.125%: +6.25%", "1000", 1_062_500, "1062"},
+		{"46.875%: -6.25%, rounded toward less change", "1000", 937_500, "938"},
+		{"25%: clipped at -12.5%", "1000", 500_000, "875"},
+		{"a small basefee still rises by 1", "7", 2_000_000, "8"},
+		{"zero rises", "0", 2_000_000, "1"},
+		{"floor holds", "1", 0, "1"},
+		{"saturates at 2^128-1", max128, 2_000_000, max128},
+		{"large values are exact", "340282366920938463463374607431768211448", 0, "297747071055821155530452781502797185017"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, nextBasefee(amt(tc.b), tc.used, &p).String())
+		})
+	}
+	p.MinBasefee = amt("900")
+	require.Equal(t, "900", nextBasefee(amt("1000"), 0, &p).String(), "the floor")
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{nil, "0"},
+		{[]string{"5"}, "5"},
+		{[]string{"9", "1", "5"}, "5"},
+		{[]string{"4", "1"}, "2"}, // 2.5 rounded down
+		{[]string{"3", "1", "4", "1"}, "2"},
+		{[]string{"3", "5"}, "4"},
+		{[]string{max128, max128}, max128},
+		{[]string{max128, "340282366920938463463374607431768211453"}, "340282366920938463463374607431768211454"},
+	}
+	for _, tc := range tests {
+		xs := make([]Amount, len(tc.in))
+		for i, s := range tc.in {
+			xs[i] = amt(s)
+		}
+		require.Equal(t, tc.want, median(xs).String(), "%v", tc.in)
+	}
+}
+
+// TestArithmetic checks the checked and wide helpers against math/big.
+func TestArithmetic(t *testing.T) {
+	vals := []string{"0", "1", "7", "18446744073709551615", "18446744073709551616", "123456789012345678901234567890", max128}
+	ns := []uint64{0, 1, 3, 1000, 1 << 32, ^uint64(0)}
+	lim := new(big.Int).Lsh(big.NewInt(1), 128)
+	for _, v := range vals {
+		a := amt(v)
+		for _, n := range ns {
+			want := new(big.Int).Mul(a.Big(), new(big.Int).SetUint64(n))
+			got, ok := mulAmount(a, n)
+			require.Equal(t, want.Cmp(lim) < 0, ok, "%s × %d", v, n)
+			if ok {
+				require.Equal(t, want.String(), got.String())
+			}
+			w := mulWide(a, n)
+			wb := new(big.Int).SetUint64(w.hi)
+			wb.Lsh(wb, 64).Add(wb, new(big.Int).SetUint64(w.mid))
+			wb.Lsh(wb, 64).Add(wb, new(big.Int).SetUint64(w.lo))
+			require.Equal(t, want.String(), wb.String(), "wide %s × %d", v, n)
+			if n > 0 {
+				for _, num := range ns {
+					q := new(big.Int).Mul(a.Big(), new(big.Int).SetUint64(num))
+					q.Div(q, new(big.Int).SetUint64(n))
+					got, ok := mulDiv(a, num, n)
+					require.Equal(t, q.Cmp(lim) < 0, ok, "%s × %d / %d", v, num, n)
+					if ok {
+						require.Equal(t, q.String(), got.String(), "%s × %d / %d", v, num, n)
+					}
+				}
+			}
+		}
+		for _, v2 := range vals {
+			b := amt(v2)
+			sum := new(big.Int).Add(a.Big(), b.Big())
+			got, ok := addAmount(a, b)
+			require.Equal(t, sum.Cmp(lim) < 0, ok)
+			if ok {
+				require.Equal(t, sum.String(), got.String())
+			}
+		}
+	}
+	require.Equal(t, 1, mulWide(uint128.Max, 2).cmp(mulWide(uint128.Max, 1)))
+	require.Equal(t, -1, wide{0, 1, 0}.cmp(wide{1, 0, 0}))
+	require.Equal(t, 0, wide{1, 2, 3}.cmp(wide{1, 2, 3}))
+}
+
+func TestParseAmount(t *testing.T) {
+	for _, bad := range []string{"", "-1", "1.5", "0x10", " 1", "340282366920938463463374607431768211456", "1e3", "99999999999999999999999999999999999999999"} {
+		_, err := ParseAmount(bad)
+		require.Error(t, err, "%q", bad)
+	}
+	for _, good := range []string{"0", "007", max128} {
+		_, err := ParseAmount(good)
+		require.NoError(t, err, "%q", good)
+	}
+}

@@ -1,0 +1,505 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+var (
+	payerP    = engine.Address{0xfe}
+	proposerQ = engine.Address{0x99}
+	sysS      = engine.Address{0x5e}
+)
+
+func amount(s string) engine.Amount {
+	a, err := engine.ParseAmount(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// laneLog is an Observer and LaneObserver that records a block's events
+// as lines, in the order they happen.
+type laneLog struct {
+	lines []string
+	fees  []engine.FireFee
+}
+
+func (l *laneLog) Fired(d *engine.Delivery, r engine.FireResult) {
+	if r.Fee == nil {
+		l.lines = append(l.lines, fmt.Sprintf("fire %x", d.TimerID[:2]))
+		return
+	}
+	l.fees = append(l.fees, *r.Fee)
+	l.lines = append(l.lines, fmt.Sprintf("fire %x gas=%d prio=%s w=%d charged=%s refund=%s tip=%s burned=%s",
+		d.TimerID[:2], r.Fee.GasLimit, r.Fee.PriorityFee, r.Fee.Weight, r.Fee.Charged, r.Fee.Refund, r.Fee.Tip, r.Fee.Burned))
+}
+
+func (l *laneLog) Collected(id engine.TimerID, why engine.GCReason) {
+	l.lines = append(l.lines, fmt.Sprintf("gc %x %s", id[:2], why))
+}
+
+func (l *laneLog) Deferred(id engine.TimerID, why engine.DeferReason) {
+	l.lines = append(l.lines, fmt.Sprintf("defer %x %s", id[:2], why))
+}
+
+// lane is a test driver of an engine under policy lane.
+type lane struct {
+	t   *testing.T
+	e   *engine.Engine
+	log laneLog
+	x   engine.Executor
+}
+
+func newLane(t *testing.T, mod func(*engine.Config)) *lane {
+	t.Helper()
+	l := &lane{t: t, x: &recorder{}}
+	l.e = newEngine(t, func(c *engine.Config) {
+		c.Policy = engine.PolicyLane
+		c.SystemDeployers = []engine.Address{sysS}
+		if mod != nil {
+			mod(c)
+		}
+	})
+	l.e.SetObserver(&l.log)
+	return l
+}
+
+func (l *lane) fund(a engine.Address, s string) {
+	require.NoError(l.t, l.e.Ledger().Credit(a, amount(s)))
+}
+
+func (l *lane) balance(a engine.Address) string { return l.e.Ledger().Balance(a).String() }
+
+// block runs block h: f (if any) in one transaction of actor, then end of
+// block. It returns the block's result and event lines.
+func (l *lane) block(h uint64, actor engine.Address, f func(tx engine.Tx)) (engine.BlockResult, []string) {
+	l.t.Helper()
+	require.NoError(l.t, l.e.BeginBlock(h))
+	l.e.SetProposer(proposerQ)
+	if f != nil {
+		tx, err := l.e.Begin(actor, h)
+		require.NoError(l.t, err)
+		f(tx)
+		require.NoError(l.t, tx.Commit())
+	}
+	l.log.lines, l.log.fees = nil, nil
+	res, err := l.e.EndBlock(l.x)
+	require.NoError(l.t, err)
+	require.NoError(l.t, l.e.Commit())
+	if res.Lane != nil {
+		c := *res.Lane
+		res.Lane = &c
+	}
+	return res, l.log.lines
+}
+
+func (l *lane) schedule(tx engine.Tx, height uint64, payload string, f engine.Fees) engine.TimerID {
+	l.t.Helper()
+	r, err := tx.ScheduleFees(height, []byte(payload), &f)
+	require.NoError(l.t, err)
+	return r.ID
+}
+
+func TestLaneScheduleChecks(t *testing.T) {
+	const cur = 10
+	tests := []struct {
+		name   string
+		height uint64
+		fees   engine.Fees
+		want   error
+	}{
+		{"defaults", cur + 1, engine.Fees{}, nil},
+		{"bid after activation", cur + 1, engine.Fees{Set: engine.HasBid}, engine.ErrTimerArgDeprecated},
+		{"height before bid", cur, engine.Fees{Set: engine.HasBid}, engine.ErrHeightNotInFuture},
+		{"gas at the cap", cur + 1, engine.Fees{Set: engine.HasGasLimit, GasLimit: 250_000}, nil},
+		{"gas over the cap", cur + 1, engine.Fees{Set: engine.HasGasLimit, GasLimit: 250_001}, engine.ErrGasLimitTooHigh},
+		{"bid before gas", cur + 1, engine.Fees{Set: engine.HasBid | engine.HasGasLimit, GasLimit: 250_001}, engine.ErrTimerArgDeprecated},
+		{"expiry at the height", cur + 5, engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: cur + 5}, nil},
+		{"expiry below the height", cur + 5, engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: cur + 4}, engine.ErrInvalidExpiry},
+		{"expiry at the TTL", cur + 5, engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: cur + 5 + 100}, nil},
+		{"expiry past the TTL", cur + 5, engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: cur + 5 + 101}, engine.ErrInvalidExpiry},
+		{"gas before expiry", cur + 5, engine.Fees{Set: engine.HasExpiresAt | engine.HasGasLimit, ExpiresAt: 1, GasLimit: 1 << 40}, engine.ErrGasLimitTooHigh},
+		{"max fee at the basefee", cur + 1, engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("1000")}, nil},
+		{"max fee below the basefee", cur + 1, engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("999")}, engine.ErrTimerRejectedBelowBasefee},
+		{"expiry before max fee", cur + 1, engine.Fees{Set: engine.HasMaxFee | engine.HasExpiresAt, MaxFee: amount("1"), ExpiresAt: 1}, engine.ErrInvalidExpiry},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) {
+				// The floor keeps the basefee at 1000 through empty blocks.
+				c.InitialBasefee, c.Lane.MinBasefee = amount("1000"), amount("1000")
+				c.Lane.MaxTTLBlocks = 100
+			})
+			_, err := l.e.SkipEmpty(cur - 1)
+			require.NoError(t, err)
+			require.NoError(t, l.e.BeginBlock(cur))
+			require.Equal(t, "1000", l.e.Basefee().String())
+			tx, err := l.e.Begin(actorA, 1)
+			require.NoError(t, err)
+			_, err = tx.ScheduleFees(tc.height, nil, &tc.fees)
+			if tc.want == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLaneScheduleClampAndBidWindow(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.ActivationHeight = 5
+		c.Lane.BidDeprecationBlocks = 3
+		c.InitialBasefee, c.Lane.MinBasefee = amount("100"), amount("100")
+	})
+	for h := uint64(1); h <= 9; h++ {
+		l.block(h, actorA, func(tx engine.Tx) {
+			_, err := tx.ScheduleFees(h+100, []byte{byte(h)}, &engine.Fees{Set: engine.HasBid})
+			if h < 8 { // accepted below activation + 3
+				require.NoError(t, err, "block %d", h)
+			} else {
+				require.ErrorIs(t, err, engine.ErrTimerArgDeprecated, "block %d", h)
+			}
+			// The fifo phase's cap is 550,000, the lane's 250,000.
+			_, err = tx.ScheduleFees(h+100, []byte{byte(h), 1}, &engine.Fees{Set: engine.HasGasLimit, GasLimit: 400_000})
+			if h < 5 {
+				require.NoError(t, err, "block %d", h)
+			} else {
+				require.ErrorIs(t, err, engine.ErrGasLimitTooHigh, "block %d", h)
+			}
+		})
+	}
+	l.block(10, actorA, func(tx engine.Tx) {
+		r, err := tx.ScheduleFees(20, nil, &engine.Fees{Set: engine.HasMaxFee | engine.HasMaxPriorityFee, MaxFee: amount("150"), MaxPriorityFee: amount("70")})
+		require.NoError(t, err)
+		require.True(t, r.Clamped)
+		require.Equal(t, "70", r.StatedPriorityFee.String())
+		require.Equal(t, "50", r.ClampedPriorityFee.String())
+		// Without a stated max fee the default agent's 2 × basefee bounds it.
+		r, err = tx.ScheduleFees(20, []byte{1}, &engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("101")})
+		require.NoError(t, err)
+		require.True(t, r.Clamped)
+		require.Equal(t, "100", r.ClampedPriorityFee.String())
+		r, err = tx.ScheduleFees(20, []byte{2}, &engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("100")})
+		require.NoError(t, err)
+		require.False(t, r.Clamped)
+	})
+}
+
+func TestFeesNeedLane(t *testing.T) {
+	e := newEngine(t, nil)
+	require.NoError(t, e.BeginBlock(1))
+	tx, err := e.Begin(actorA, 1)
+	require.NoError(t, err)
+	_, err = tx.ScheduleFees(5, nil, &engine.Fees{Set: engine.HasGasLimit, GasLimit: 1})
+	require.ErrorIs(t, err, engine.ErrNeedsLane)
+	_, err = tx.Extend(engine.TimerID{}, 5)
+	require.ErrorIs(t, err, engine.ErrNeedsLane)
+	_, err = tx.ScheduleFees(5, nil, &engine.Fees{}) // no fields: a plain schedule
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.ErrorIs(t, e.SystemCancel(sysS, engine.TimerID{}), engine.ErrNeedsLane)
+}
+
+// TestLaneSettlement follows one fire's money: the pre-charge, the split,
+// the ledger.
+func TestLaneSettlement(t *testing.T) {
+	for _, revert := range []bool{false, true} {
+		t.Run(fmt.Sprintf("revert=%v", revert), func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) { c.InitialBasefee, c.Lane.MinBasefee = amount("10"), amount("10") })
+			l.x = &recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+				if revert {
+					return engine.Usage{Cycles: 30_000}, errors.New("handler reverts")
+				}
+				return engine.Usage{Cycles: 30_000}, nil
+			}}
+			l.fund(payerP, "100000000")
+			l.block(1, actorA, func(tx engine.Tx) {
+				l.schedule(tx, 2, "x", engine.Fees{Set: engine.HasFeePayer | engine.HasGasLimit | engine.HasMaxFee | engine.HasMaxPriorityFee,
+					FeePayer: payerP, GasLimit: 100_000, MaxFee: amount("20"), MaxPriorityFee: amount("4")})
+			})
+			res, _ := l.block(2, actorA, nil)
+			require.Equal(t, 1, res.Fired)
+			f := l.log.fees[0]
+			require.Equal(t, payerP, f.FeePayer)
+			require.Equal(t, "4", f.PriorityFee.String())
+			require.Equal(t, uint32(2_000_000), f.Weight, "no fires in the window: W = 2")
+			require.Equal(t, "1400000", f.Charged.String()) // 100,000 × (10 + 4)
+			billed := uint64(30_000)
+			if revert {
+				billed = 100_000 // no refund on a revert
+			}
+			require.Equal(t, fmt.Sprint(4*billed), f.Tip.String())
+			require.Equal(t, fmt.Sprint(10*billed), f.Burned.String())
+			require.Equal(t, fmt.Sprint(1_400_000-14*billed), f.Refund.String())
+			require.Equal(t, fmt.Sprint(100_000_000-14*billed), l.balance(payerP))
+			require.Equal(t, fmt.Sprint(4*billed), l.balance(proposerQ))
+			require.Equal(t, fmt.Sprint(10*billed), l.e.Ledger().(*engine.MemLedger).Burned().String())
+			require.Equal(t, uint64(100_000), res.Lane.LaneCycles)
+			require.Equal(t, "10", res.Lane.Basefee.String())
+			require.Equal(t, "4", res.Lane.P50Tip.String())
+		})
+	}
+}
+
+// TestLaneFullGreedy: the lane takes the highest priorities that fit, goes
+// on past a timer that does not fit, and defers the rest, visibly.
+func TestLaneFullGreedy(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.Lane.LaneTimerCycles = 1_000
+		c.Lane.MaxCyclesPerFireAuction = 1_000
+		c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1")
+	})
+	l.fund(actorA, "1000000000")
+	ids := map[string]engine.TimerID{}
+	l.block(1, actorA, func(tx engine.Tx) {
+		for _, c := range []struct {
+			name string
+			gas  uint64
+			tip  string
+		}{{"big", 700, "50"}, {"huge", 400, "40"}, {"small", 300, "10"}, {"tiny", 100, "5"}} {
+			ids[c.name] = l.schedule(tx, 2, c.name, engine.Fees{Set: engine.HasGasLimit | engine.HasMaxFee | engine.HasMaxPriorityFee,
+				GasLimit: c.gas, MaxFee: amount("100"), MaxPriorityFee: amount(c.tip)})
+		}
+	})
+	res, lines := l.block(2, actorA, nil)
+	require.Equal(t, 2, res.Fired)
+	require.Equal(t, 2, res.Deferred)
+	require.Equal(t, uint64(1_000), res.Lane.LaneCycles)
+	short := func(n string) []byte { id := ids[n]; return id[:2] }
+	fire := func(n string) string { return fmt.Sprintf("fire %x", short(n)) }
+	require.Contains(t, lines[0], fire("big"))
+	require.Contains(t, lines[1], fire("small")) // "huge" did not fit after "big"
+	deferred := []string{fmt.Sprintf("defer %x lane_full", short("huge")), fmt.Sprintf("defer %x lane_full", short("tiny"))}
+	slices.Sort(deferred) // ascending timer id
+	require.Equal(t, deferred, lines[2:])
+	require.Equal(t, 4+2, int(l.e.PendingOf(actorA))+res.Fired+2, "the deferred stay pending")
+	require.Equal(t, 2, l.e.PendingOf(actorA))
+	// A full lane raises the basefee by 12.5%: 1 → 2 (at least 1).
+	require.Equal(t, "2", res.Lane.NextBasefee.String())
+	res, lines = l.block(3, actorA, nil)
+	require.Equal(t, 2, res.Fired, "the deferred run next: %v", lines)
+	require.Equal(t, 0, l.e.Pending())
+}
+
+func TestLaneExpiryAndGCBudget(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.Lane.GCCycles = 10_000
+		c.Lane.GCCostPerTimer = 5_000 // two collections a block
+	})
+	var ids []engine.TimerID
+	l.block(1, actorA, func(tx engine.Tx) {
+		for k := range 5 {
+			ids = append(ids, l.schedule(tx, 2, fmt.Sprint(k), engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: 2}))
+		}
+	})
+	// Block 2: nothing is funded, so all five are insufficient_funds, two
+	// collected, three wait for the GC budget.
+	res, lines := l.block(2, actorA, nil)
+	require.Equal(t, 2, res.GC)
+	require.Equal(t, 3, res.Deferred)
+	require.Equal(t, uint64(10_000), res.Lane.GCCycles)
+	require.Equal(t, "gc", lines[0][:2])
+	require.Contains(t, lines[0], "insufficient_funds")
+	require.Contains(t, lines[4], "gc_budget")
+	// Block 3: past expires_at 2: expired now.
+	res, lines = l.block(3, actorA, nil)
+	require.Equal(t, 2, res.GC)
+	require.Contains(t, lines[0], "expired")
+	res, _ = l.block(4, actorA, nil)
+	require.Equal(t, 1, res.GC)
+	require.Equal(t, 0, l.e.Pending())
+}
+
+// TestLaneReservation: a payer that can cover one max_cost but not two
+// loses the second, lower-priority timer to the GC lane; the ledger never
+// goes below zero.
+func TestLaneReservation(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) { c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1") })
+	l.fund(actorA, "350000") // one max_cost of 250,000 × (1 + 0), plus a little
+	var hi, lo engine.TimerID
+	l.block(1, actorA, func(tx engine.Tx) {
+		hi = l.schedule(tx, 2, "hi", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("0")})
+		lo = l.schedule(tx, 2, "lo", engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("1")})
+	})
+	res, lines := l.block(2, actorA, nil)
+	require.Equal(t, 1, res.Fired)
+	require.Equal(t, 1, res.GC)
+	// Equal priorities: the smaller id goes first and is the one that runs.
+	first, second := hi, lo
+	if string(lo[:]) < string(hi[:]) {
+		first, second = lo, hi
+	}
+	require.Equal(t, fmt.Sprintf("gc %x insufficient_funds", second[:2]), lines[0])
+	require.Contains(t, lines[1], fmt.Sprintf("fire %x", first[:2]))
+}
+
+type fixedAgent struct {
+	bid   engine.Bid
+	err   error
+	panic bool
+	seen  []engine.BidContext
+}
+
+func (a *fixedAgent) Bid(c *engine.BidContext) (engine.Bid, error) {
+	a.seen = append(a.seen, *c)
+	if a.panic {
+		panic("agent bug")
+	}
+	return a.bid, a.err
+}
+
+func TestLaneAgents(t *testing.T) {
+	tests := []struct {
+		name     string
+		agent    *fixedAgent
+		wantPrio string
+	}{
+		{"custom bid", &fixedAgent{bid: engine.Bid{MaxFee: amount("1000"), MaxPriorityFee: amount("7")}}, "7"},
+		{"tip clamped by max fee", &fixedAgent{bid: engine.Bid{MaxFee: amount("103"), MaxPriorityFee: amount("7")}}, "3"},
+		{"error: default agent", &fixedAgent{err: errors.New("no bid")}, "0"},
+		{"panic: default agent", &fixedAgent{panic: true}, "0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) { c.InitialBasefee, c.Lane.MinBasefee = amount("100"), amount("100") })
+			l.fund(actorA, "1000000000000")
+			l.fund(actorB, "1000000000000")
+			l.e.SetAgent(actorA, tc.agent)
+			l.block(1, actorA, func(tx engine.Tx) { l.schedule(tx, 3, "a", engine.Fees{}) })
+			// Stated fees win over the agent.
+			l.block(2, actorA, func(tx engine.Tx) {
+				l.schedule(tx, 3, "b", engine.Fees{Set: engine.HasMaxFee | engine.HasMaxPriorityFee, MaxFee: amount("500"), MaxPriorityFee: amount("1")})
+			})
+			res, _ := l.block(3, actorA, nil)
+			require.Equal(t, 2, res.Fired)
+			prios := []string{l.log.fees[0].PriorityFee.String(), l.log.fees[1].PriorityFee.String()}
+			require.ElementsMatch(t, []string{tc.wantPrio, "1"}, prios)
+			require.Len(t, tc.agent.seen, 1, "asked once, for the timer without fees")
+			c := tc.agent.seen[0]
+			require.Equal(t, uint64(3), c.TriggerHeight)
+			require.Equal(t, uint64(3), c.CurrentHeight)
+			require.Equal(t, "100", c.BasefeeLaneTimer.String())
+			require.Equal(t, "1000000000000", c.OwnerBalance.String())
+		})
+	}
+}
+
+func TestLaneSystemInstructions(t *testing.T) {
+	l := newLane(t, nil)
+	l.fund(actorA, "1000000000000")
+	var id engine.TimerID
+	var id2 engine.TimerID
+	l.block(1, actorA, func(tx engine.Tx) {
+		id = l.schedule(tx, 5, "a", engine.Fees{})
+		id2 = l.schedule(tx, 5, "b", engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: 6})
+	})
+	require.NoError(t, l.e.BeginBlock(2))
+	require.ErrorIs(t, l.e.SystemCancel(actorA, id), engine.ErrNotSystem)
+	require.ErrorIs(t, l.e.SystemCancel(sysS, engine.TimerID{1}), engine.ErrUnknownTimer)
+	require.ErrorIs(t, l.e.SystemExtend(sysS, id2, 5), engine.ErrInvalidExpiry, "never shortens")
+	require.NoError(t, l.e.SystemExtend(sysS, id2, 9))
+	l.log.lines = nil
+	require.NoError(t, l.e.SystemCancel(sysS, id))
+	require.Equal(t, []string{fmt.Sprintf("gc %x system_cancel", id[:2])}, l.log.lines)
+	p := l.e.LaneParams()
+	p.MaxCyclesPerFireAuction = 100_000
+	require.ErrorIs(t, l.e.SystemUpdateConfig(sysS, engine.LaneParams{}), engine.ErrInvalidConfig)
+	require.NoError(t, l.e.SystemUpdateConfig(sysS, p))
+	require.Equal(t, uint64(250_000), l.e.LaneParams().MaxCyclesPerFireAuction, "in force from the next block")
+	res, err := l.e.EndBlock(l.x)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.GC)
+	require.NoError(t, l.e.Commit())
+	l.block(3, actorA, func(tx engine.Tx) {
+		require.Equal(t, uint64(100_000), l.e.LaneParams().MaxCyclesPerFireAuction)
+		_, err := tx.ScheduleFees(9, nil, &engine.Fees{Set: engine.HasGasLimit, GasLimit: 100_001})
+		require.ErrorIs(t, err, engine.ErrGasLimitTooHigh)
+	})
+	h, err := l.e.SkipEmpty(6)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), h, "stops before the block id2 is due in")
+	res, _ = l.block(5, actorA, nil)
+	require.Equal(t, 1, res.Fired)
+}
+
+// TestLaneDeferredStayPending: a deferred timer can be cancelled and
+// extended, keeps counting toward its actor's cap, and SkipEmpty does not
+// skip the blocks it waits in.
+func TestLaneDeferredStayPending(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.MaxTimersPerActor = 2
+		c.InitialBasefee, c.Lane.MinBasefee = amount("10"), amount("10")
+	})
+	l.fund(actorA, "1000000000000")
+	var a, b engine.TimerID
+	l.block(1, actorA, func(tx engine.Tx) {
+		a = l.schedule(tx, 5, "a", engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("10")})
+		b = l.schedule(tx, 5, "b", engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("10")})
+	})
+	require.NoError(t, l.e.BeginBlock(2))
+	require.NoError(t, l.e.SystemUpdateConfig(sysS, withMinBasefee(l.e.LaneParams(), "11")))
+	_, err := l.e.EndBlock(l.x)
+	require.NoError(t, err)
+	require.NoError(t, l.e.Commit())
+	_, err = l.e.SkipEmpty(4)
+	require.NoError(t, err)
+	// From block 3 the basefee is 11 > max fee 10: both wait, below_basefee.
+	res, lines := l.block(5, actorA, nil)
+	require.Equal(t, "11", res.Lane.Basefee.String())
+	require.Equal(t, 2, res.Deferred, "%v", lines)
+	require.Contains(t, lines[0], "below_basefee")
+	l.block(6, actorA, func(tx engine.Tx) {
+		_, err := tx.ScheduleFees(9, nil, nil)
+		require.ErrorIs(t, err, engine.ErrTooManyTimers, "the deferred count toward the cap")
+	})
+	h, err := l.e.SkipEmpty(100)
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), h, "no skipping while timers wait")
+	l.block(7, actorA, func(tx engine.Tx) {
+		_, err := tx.Cancel(a)
+		require.NoError(t, err)
+		_, err = tx.Extend(b, 4)
+		require.ErrorIs(t, err, engine.ErrInvalidExpiry)
+		_, err = tx.Extend(b, 5+2_592_000)
+		require.NoError(t, err)
+	})
+	require.Equal(t, 1, l.e.Pending())
+	tm, ok := l.e.Lookup(b)
+	require.True(t, ok)
+	require.Equal(t, uint64(5), tm.Height)
+}
+
+func withMinBasefee(p engine.LaneParams, s string) engine.LaneParams {
+	p.MinBasefee = amount(s)
+	return p
+}
+
+// TestLaneActivation: fifo below the activation height (every due timer
+// fires, with 550,000 cycles), the lane from it, every actor at W = 2.
+func TestLaneActivation(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) { c.ActivationHeight = 3 })
+	l.fund(actorA, "1000000000000")
+	l.block(1, actorA, func(tx engine.Tx) {
+		l.schedule(tx, 2, "fifo", engine.Fees{})
+		l.schedule(tx, 3, "lane", engine.Fees{})
+	})
+	res, lines := l.block(2, actorA, nil)
+	require.Nil(t, res.Lane)
+	require.Equal(t, 1, res.Fired)
+	require.Equal(t, "1000000000000", l.balance(actorA), "fifo charges nothing")
+	require.Len(t, lines, 1)
+	res, _ = l.block(3, actorA, nil)
+	require.NotNil(t, res.Lane)
+	require.Equal(t, "1000", res.Lane.Basefee.String())
+	require.Equal(t, uint32(2_000_000), l.log.fees[0].Weight)
+	require.Equal(t, uint64(250_000), l.log.fees[0].GasLimit)
+}
