@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash"
@@ -99,6 +100,10 @@ func New(cfg Config) (*Engine, error) {
 		e.policy = lane{}
 	}
 	e.lane.init(cfg)
+	e.lane.tie = func(a, b uint32) bool {
+		c := e.lane.cands
+		return bytes.Compare(e.recs.At(c[a].rec).id[:], e.recs.At(c[b].rec).id[:]) < 0
+	}
 	q, err := calendar.New(cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)

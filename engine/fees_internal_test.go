@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/big"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -126,5 +127,55 @@ func TestParseAmount(t *testing.T) {
 	for _, good := range []string{"0", "007", max128} {
 		_, err := ParseAmount(good)
 		require.NoError(t, err, "%q", good)
+	}
+}
+
+// TestSortKeys checks the specialised sort against the standard one, with
+// many ties at every level of the key.
+func TestSortKeys(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 100, 1000, 5000} {
+		for seed := uint64(0); seed < 5; seed++ {
+			r := newRand(seed)
+			x := make([]sortKey, n)
+			ids := make([]uint64, n) // a second id word for full ties
+			for i := range x {
+				x[i] = sortKey{eff: wide{hi: r() % 2, mid: r() % 3, lo: r() % 4}, id0: r() % 5, k: uint32(i)}
+				ids[i] = r()
+			}
+			tie := func(a, b uint32) bool { return ids[a] < ids[b] || ids[a] == ids[b] && a < b }
+			want := slices.Clone(x)
+			slices.SortFunc(want, func(a, b sortKey) int {
+				switch {
+				case a.before(&b, tie):
+					return -1
+				case b.before(&a, tie):
+					return 1
+				}
+				return 0
+			})
+			sortKeys(x, tie)
+			require.Equal(t, want, x, "n=%d seed=%d", n, seed)
+		}
+	}
+	// The heap sort fallback, directly.
+	r := newRand(9)
+	x := make([]sortKey, 300)
+	for i := range x {
+		x[i] = sortKey{eff: wide{lo: r() % 50}, id0: r() % 7, k: uint32(i)}
+	}
+	tie := func(a, b uint32) bool { return a < b }
+	heapSortKeys(x, tie)
+	for i := 1; i < len(x); i++ {
+		require.False(t, x[i].before(&x[i-1], tie))
+	}
+}
+
+func newRand(seed uint64) func() uint64 {
+	s := seed*0x9e3779b97f4a7c15 + 1
+	return func() uint64 {
+		s ^= s << 13
+		s ^= s >> 7
+		s ^= s << 17
+		return s
 	}
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/fairness"
@@ -99,14 +101,26 @@ type laneState struct {
 	feeFree  uint32
 	nfees    uint32
 	cands    []cand
+	sel      []cand
+	keys     []sortKey
 	gcs      []uint32
 	gcWhy    []GCReason
 	fired    []Amount
 	order    []uint32
 	reserved map[Address]Amount
 	fee      FireFee
+	tie      func(a, b uint32) bool // ids of cands[a] < cands[b]
 	figures  LaneFigures
 	ctx      BidContext
+}
+
+// sortKey orders the candidates (CIP-1 §3 step 7): effective priority
+// descending, then timer id ascending, whose first 8 bytes it carries so
+// that most ties are settled without reading the record.
+type sortKey struct {
+	eff wide
+	id0 uint64
+	k   uint32 // index in cands
 }
 
 // cand is a due timer that may run in this block.
@@ -395,19 +409,21 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		})
 	}
 	// Sort (step 7): effective priority descending, then timer id.
-	slices.SortFunc(cands, func(a, b cand) int {
-		if c := b.eff.cmp(a.eff); c != 0 {
-			return c
-		}
-		return bytes.Compare(e.recs.At(a.rec).id[:], e.recs.At(b.rec).id[:])
-	})
+	keys := s.keys[:0]
+	for k := range cands {
+		c := &cands[k]
+		keys = append(keys, sortKey{eff: c.eff, id0: binary.BigEndian.Uint64(e.recs.At(c.rec).id[:8]), k: uint32(k)})
+	}
+	sortKeys(keys, s.tie)
 	// Select greedily within the lane, each payer covering the max_cost of
 	// its selected timers of higher priority too: every fee decision is
-	// made before any handler runs.
+	// made before any handler runs. The selected move to the front of
+	// cands, in priority order.
 	clear(s.reserved)
 	var budget uint64
-	n := 0
-	for _, c := range cands {
+	sel := s.sel[:0]
+	for _, key := range keys {
+		c := cands[key.k]
 		bal := s.ledger.Balance(c.payer)
 		avail := bal.SubWrap(s.reserved[c.payer]) // reserved <= bal
 		if !c.covered || avail.Cmp(c.maxCost) < 0 {
@@ -420,10 +436,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		budget += c.gas
 		s.reserved[c.payer] = s.reserved[c.payer].Add(c.maxCost)
-		cands[n] = c
-		n++
+		sel = append(sel, c)
 	}
-	cands = cands[:n]
+	s.keys = keys[:0]
 
 	// The GC lane (§9), in ascending timer id, within its own budget.
 	res := BlockResult{}
@@ -452,7 +467,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Take the selected timers out of the pending set, then fire them in
 	// priority order and settle each (step 8).
-	for _, c := range cands {
+	for _, c := range sel {
 		r := e.recs.At(c.rec)
 		e.dropDeferred(c.rec)
 		e.ids.del(&r.id)
@@ -460,7 +475,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		e.pending--
 	}
 	fired := s.fired[:0]
-	for _, c := range cands {
+	for _, c := range sel {
 		r := e.recs.At(c.rec)
 		fee := &s.fee
 		*fee = FireFee{FeePayer: c.payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: c.maxCost}
@@ -522,7 +537,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
-	s.cands, s.gcs, s.gcWhy = cands[:0], gcs[:0], why[:0]
+	s.cands, s.sel, s.gcs, s.gcWhy = cands[:0], sel[:0], gcs[:0], why[:0]
 	res.Lane = fig
 	return res
 }
@@ -612,4 +627,106 @@ func (s *laneState) emptyLaneBlocks(n uint64) {
 		s.basefee = next
 	}
 	s.p50, s.lastCycles = Amount{}, 0
+}
+
+// before reports whether key a sorts before b: higher effective priority
+// first, then the smaller id prefix; full ties go to tie.
+func (a *sortKey) before(b *sortKey, tie func(a, b uint32) bool) bool {
+	switch {
+	case a.eff.hi != b.eff.hi:
+		return a.eff.hi > b.eff.hi
+	case a.eff.mid != b.eff.mid:
+		return a.eff.mid > b.eff.mid
+	case a.eff.lo != b.eff.lo:
+		return a.eff.lo > b.eff.lo
+	case a.id0 != b.id0:
+		return a.id0 < b.id0
+	}
+	return tie(a.k, b.k)
+}
+
+// sortKeys sorts by before: an introsort specialised to sortKey, since the
+// generic sort's comparator call costs more than the comparison itself and
+// a lane block sorts every due timer.
+func sortKeys(x []sortKey, tie func(a, b uint32) bool) {
+	depth := 2 * bits.Len(uint(len(x)))
+	quickSortKeys(x, depth, tie)
+}
+
+func quickSortKeys(x []sortKey, depth int, tie func(a, b uint32) bool) {
+	for len(x) > 16 {
+		if depth == 0 {
+			heapSortKeys(x, tie)
+			return
+		}
+		depth--
+		// Median of three to x[0], then Hoare partition around it.
+		m := len(x) / 2
+		if x[m].before(&x[0], tie) {
+			x[m], x[0] = x[0], x[m]
+		}
+		if x[len(x)-1].before(&x[0], tie) {
+			x[len(x)-1], x[0] = x[0], x[len(x)-1]
+		}
+		if x[len(x)-1].before(&x[m], tie) {
+			x[len(x)-1], x[m] = x[m], x[len(x)-1]
+		}
+		x[0], x[m] = x[m], x[0]
+		p := x[0]
+		i, j := 1, len(x)-1
+		for {
+			for i <= j && x[i].before(&p, tie) {
+				i++
+			}
+			for i <= j && p.before(&x[j], tie) {
+				j--
+			}
+			if i >= j {
+				break
+			}
+			x[i], x[j] = x[j], x[i]
+			i++
+			j--
+		}
+		x[0], x[j] = x[j], x[0]
+		// Recurse into the smaller side, loop on the larger.
+		if j < len(x)-j {
+			quickSortKeys(x[:j], depth, tie)
+			x = x[j+1:]
+		} else {
+			quickSortKeys(x[j+1:], depth, tie)
+			x = x[:j]
+		}
+	}
+	for i := 1; i < len(x); i++ {
+		for j := i; j > 0 && x[j].before(&x[j-1], tie); j-- {
+			x[j], x[j-1] = x[j-1], x[j]
+		}
+	}
+}
+
+func heapSortKeys(x []sortKey, tie func(a, b uint32) bool) {
+	down := func(root, n int) {
+		for {
+			c := 2*root + 1
+			if c >= n {
+				return
+			}
+			if c+1 < n && x[c].before(&x[c+1], tie) {
+				c++
+			}
+			if !x[root].before(&x[c], tie) {
+				return
+			}
+			x[root], x[c] = x[c], x[root]
+			root = c
+		}
+	}
+	for i := len(x)/2 - 1; i >= 0; i-- {
+		down(i, len(x))
+	}
+	for i := len(x) - 1; i > 0; i-- {
+		x[0], x[i] = x[i], x[0]
+		down(0, i)
+	}
 }
