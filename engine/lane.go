@@ -97,21 +97,23 @@ type laneState struct {
 	deferred []uint32      // records of due timers that have not run; rec.lpos is 1 + position
 	reasons  []DeferReason // parallel to deferred
 
-	fees     slab.Slab[feeRec]
-	feeFree  uint32
-	nfees    uint32
-	cands    []cand
-	sel      []cand
-	keys     []sortKey
-	gcs      []uint32
-	gcWhy    []GCReason
-	fired    []Amount
-	order    []uint32
-	reserved map[Address]Amount
-	fee      FireFee
-	tie      func(a, b uint32) bool // ids of cands[a] < cands[b]
-	figures  LaneFigures
-	ctx      BidContext
+	fees      slab.Slab[feeRec]
+	feeFree   uint32
+	nfees     uint32
+	cands     []cand
+	sel       []cand
+	keys      []sortKey
+	gcs       []uint32
+	gcWhy     []GCReason
+	fired     []Amount
+	order     []uint32
+	reserved  map[Address]Amount
+	fireCount []uint32 // fires of this block, by actor index
+	firing    []uint32 // actors with fires in this block
+	fee       FireFee
+	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
+	figures   LaneFigures
+	ctx       BidContext
 }
 
 // sortKey orders the candidates (CIP-1 §3 step 7): effective priority
@@ -261,12 +263,7 @@ func (e *Engine) payer(r *rec, f *Fees) Address {
 // multiplier on the priority fee.
 func (e *Engine) bid(r *rec, f *Fees) Bid {
 	s := &e.lane
-	c := &s.ctx
-	*c = BidContext{
-		TimerID: r.id, Actor: e.actors.recs[r.actor].addr, TriggerHeight: r.height, CurrentHeight: e.height,
-		BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
-	}
-	def := DefaultBid(c)
+	def := Bid{MaxFee: satMul(s.basefee, 2), MaxPriorityFee: s.p50} // DefaultBid
 	b := def
 	var set FeeField
 	if f != nil {
@@ -280,9 +277,15 @@ func (e *Engine) bid(r *rec, f *Fees) Bid {
 		if set&HasMaxPriorityFee != 0 {
 			b.MaxPriorityFee = f.MaxPriorityFee
 		}
-	default:
-		if g, ok := s.agents[c.Actor]; ok {
-			c.OwnerBalance = s.ledger.Balance(c.Actor)
+	case len(s.agents) > 0:
+		actor := e.actors.recs[r.actor].addr
+		if g, ok := s.agents[actor]; ok {
+			c := &s.ctx
+			*c = BidContext{
+				TimerID: r.id, Actor: actor, TriggerHeight: r.height, CurrentHeight: e.height,
+				BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
+				OwnerBalance: s.ledger.Balance(actor),
+			}
 			b = callAgent(g, c, def)
 		}
 	}
@@ -504,10 +507,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		e.settle(fee)
 		fig.Tips, fig.Burned = satAdd(fig.Tips, fee.Tip), satAdd(fig.Burned, fee.Burned)
 		fired = append(fired, c.prio)
-		if s.window.Recent(actor) == 0 {
-			e.actors.recs[actor].refs++ // the window holds the actor until it is pruned
-		}
-		s.window.Add(h, actor, 1)
+		e.countFire(actor)
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
@@ -531,6 +531,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		res.Deferred = len(s.deferred)
 	}
 
+	e.recordFires(h)
+
 	// Next block's basefee (§5) and default tip (§7.1).
 	fig.P50Tip = median(fired)
 	fig.NextBasefee = nextBasefee(s.basefee, fig.LaneCycles, p)
@@ -540,6 +542,36 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.cands, s.sel, s.gcs, s.gcWhy = cands[:0], sel[:0], gcs[:0], why[:0]
 	res.Lane = fig
 	return res
+}
+
+// countFire counts a fire of actor in this block. The first one holds a
+// reference to the actor, so that its index cannot be reused by another
+// actor before recordFires.
+func (e *Engine) countFire(actor uint32) {
+	s := &e.lane
+	if int(actor) >= len(s.fireCount) {
+		s.fireCount = append(s.fireCount, make([]uint32, int(actor)+1-len(s.fireCount))...)
+	}
+	if s.fireCount[actor] == 0 {
+		s.firing = append(s.firing, actor)
+		e.actors.recs[actor].refs++
+	}
+	s.fireCount[actor]++
+}
+
+// recordFires adds the block's fires to the fairness window, one entry per
+// actor (CIP-1 §3 step 10). The window keeps one reference per actor it
+// holds: the block's reference becomes it, or is dropped if it has one.
+func (e *Engine) recordFires(h uint64) {
+	s := &e.lane
+	for _, a := range s.firing {
+		if s.window.Recent(a) != 0 {
+			e.actors.unref(a)
+		}
+		s.window.Add(h, a, uint64(s.fireCount[a]))
+		s.fireCount[a] = 0
+	}
+	s.firing = s.firing[:0]
 }
 
 // collectTaken reports and frees a selected timer whose pre-charge failed.
