@@ -41,12 +41,16 @@ var gcNames = [...]string{"", "expired", "insufficient_funds", "system_cancel"}
 
 func (r GCReason) String() string { return gcNames[r] }
 
-// LaneObserver hears the lane's collections and deferrals; an Observer
-// that also implements it gets them. Collected reports come before the
-// block's fires, Deferred ones after, each group in ascending timer id.
+// LaneObserver hears the lane's events; an Observer that also implements
+// it gets them. At end of block, Collected reports come before the block's
+// fires and Deferred ones after, each group in ascending timer id.
 type LaneObserver interface {
 	Collected(id TimerID, reason GCReason)
 	Deferred(id TimerID, reason DeferReason)
+	// Clamped is TimerPriorityClampedAtSchedule (CIP-1 §6), heard when a
+	// schedule call succeeds with its priority fee lowered (its
+	// transaction may still revert).
+	Clamped(id TimerID, stated, clamped Amount)
 }
 
 // FireFee is the settlement of one fire under the lane (CIP-1 §3 step 8).

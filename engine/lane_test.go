@@ -50,6 +50,10 @@ func (l *laneLog) Deferred(id engine.TimerID, why engine.DeferReason) {
 	l.lines = append(l.lines, fmt.Sprintf("defer %x %s", id[:2], why))
 }
 
+func (l *laneLog) Clamped(id engine.TimerID, stated, clamped engine.Amount) {
+	l.lines = append(l.lines, fmt.Sprintf("clamped %x %s %s", id[:2], stated, clamped))
+}
+
 // lane is a test driver of an engine under policy lane.
 type lane struct {
 	t   *testing.T
@@ -183,6 +187,7 @@ func TestLaneScheduleClampAndBidWindow(t *testing.T) {
 		require.True(t, r.Clamped)
 		require.Equal(t, "70", r.StatedPriorityFee.String())
 		require.Equal(t, "50", r.ClampedPriorityFee.String())
+		require.Equal(t, fmt.Sprintf("clamped %x 70 50", r.ID[:2]), l.log.lines[len(l.log.lines)-1])
 		// Without a stated max fee the default agent's 2 × basefee bounds it.
 		r, err = tx.ScheduleFees(20, []byte{1}, &engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("101")})
 		require.NoError(t, err)

@@ -133,6 +133,11 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	}
 	e.schedule(s, at, &out.ID, height, rt, fee)
 	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
+	if out.Clamped {
+		if o, ok := e.obs.(LaneObserver); ok {
+			o.Clamped(out.ID, out.StatedPriorityFee, out.ClampedPriorityFee)
+		}
+	}
 	return out, nil
 }
 

@@ -195,6 +195,10 @@ func (rn *runner) Deferred(id engine.TimerID, why engine.DeferReason) {
 	rn.events++
 }
 
+// Clamped is printed with the call event, from the schedule's result
+// (engine.LaneObserver).
+func (rn *runner) Clamped(engine.TimerID, engine.Amount, engine.Amount) {}
+
 // laneFire adds the lane's fields to a fire event.
 func laneFire(ev *event, f *engine.FireFee) {
 	ev.raw("fee_payer", f.FeePayer.String()).uint("gas_limit", f.GasLimit).amount("priority_fee", f.PriorityFee).
