@@ -195,6 +195,15 @@ func FuzzTraceParser(f *testing.F) {
 		`{"op":"tx","actor":"0x00","nonce":-1,"calls":{}}`,
 		`{"op":"block","height":9223372036854775808}`,
 		`{"op":"config","policy":"lane","initial_lane_basefee":"1","priority_tier_multipliers":{"fast":2}}`,
+		`{"op":"config","policy":"lane","activation_height":2,"lane_timer_cycles":300000,"timer_gc_cycles":5000,"gc_cost_per_timer":5000}` + "\n" +
+			`{"op":"fund","account":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","amount":"100000000"}` + "\n" +
+			`{"op":"gba","actor":"0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","max_fee_per_cycle":"50","max_priority_fee_per_cycle":"2","tip_per_block_late":"1"}` + "\n" +
+			`{"op":"block","height":1,"proposer":"0xcccccccccccccccccccccccccccccccccccccccc"}` + "\n" +
+			`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":3,"label":"a","gas_limit":200000,"expires_at":5,"max_fee_per_cycle":"40","max_priority_fee_per_cycle":"90","priority_tier":"urgent","bid":"1"},{"call":"extend","timer":"a","expires_at":6}]}` + "\n" +
+			`{"op":"tx","actor":"0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb","nonce":1,"calls":[{"call":"schedule","height":3,"fee_payer":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]}` + "\n" +
+			`{"op":"end"}` + "\n" + `{"op":"block","height":2}` + "\n" +
+			`{"op":"system","call":"update_config","config":{"max_cycles_per_fire_auction_phase":100000,"priority_tier_multipliers":{"urgent":3000}}}` + "\n" +
+			`{"op":"system","call":"cancel","timer_id":"0x01"}` + "\n" + `{"op":"end"}` + "\n" + `{"op":"advance","to":9}`,
 		`{"op":"handler","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","handler":"\u0001\"","calls":[]}`,
 		`{"op":"block","height":1}` + "\n" + `{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"payload":"0x7b225f68616e646c6572223a225c7530303031225c5c222c225f7061796c6f6164223a22227d"}]}` + "\n" + `{"op":"end"}` + "\n" + `{"op":"block","height":2}` + "\n" + `{"op":"end"}`,
 		"{\"op\":\"end\"}\r\n\xff\xfe",
