@@ -105,13 +105,15 @@ type laneState struct {
 	feeFree   uint32
 	nfees     uint32
 	cands     []cand
-	sel       []cand
+	sel       []uint32 // indices in cands of the selected, in priority order
 	keys      []sortKey
 	gcs       []uint32
 	gcWhy     []GCReason
 	fired     []Amount
 	order     []uint32
 	reserved  map[Address]Amount
+	tipsDue   Amount   // tips of this block's fires, not yet paid
+	burnDue   Amount   // basefee of this block's fires, not yet burned
 	fireCount []uint32 // fires of this block, by actor index
 	firing    []uint32 // actors with fires in this block
 	fee       FireFee
@@ -424,13 +426,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	sortKeys(keys, s.tie)
 	// Select greedily within the lane, each payer covering the max_cost of
 	// its selected timers of higher priority too: every fee decision is
-	// made before any handler runs. The selected move to the front of
-	// cands, in priority order.
+	// made before any handler runs.
 	clear(s.reserved)
 	var budget uint64
 	sel := s.sel[:0]
 	for _, key := range keys {
-		c := cands[key.k]
+		c := &cands[key.k]
 		bal := s.ledger.Balance(c.payer)
 		avail := bal.SubWrap(s.reserved[c.payer]) // reserved <= bal
 		if !c.covered || avail.Cmp(c.maxCost) < 0 {
@@ -443,7 +444,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		budget += c.gas
 		s.reserved[c.payer] = s.reserved[c.payer].Add(c.maxCost)
-		sel = append(sel, c)
+		sel = append(sel, key.k)
 	}
 	s.keys = keys[:0]
 
@@ -474,7 +475,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Take the selected timers out of the pending set, then fire them in
 	// priority order and settle each (step 8).
-	for _, c := range sel {
+	for _, k := range sel {
+		c := &cands[k]
 		r := e.recs.At(c.rec)
 		e.dropDeferred(c.rec)
 		e.ids.del(&r.id)
@@ -482,7 +484,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		e.pending--
 	}
 	fired := s.fired[:0]
-	for _, c := range sel {
+	for _, k := range sel {
+		c := &cands[k]
 		r := e.recs.At(c.rec)
 		fee := &s.fee
 		*fee = FireFee{FeePayer: c.payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: c.maxCost}
@@ -536,6 +539,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 
 	e.recordFires(h)
+	e.payTips()
 
 	// Next block's basefee (§5) and default tip (§7.1).
 	fig.P50Tip = median(fired)
@@ -590,19 +594,34 @@ func (e *Engine) collectTaken(i uint32, why GCReason) {
 	e.release(i)
 }
 
-// settle pays out a fire's pre-charge: the refund to the payer, the tip to
-// the proposer, the rest burned. The pre-charge covered all three, so
-// only a ledger that cannot hold the sums fails here, and then the amount
-// stays burned rather than lost from the books.
+// settle pays out a fire's pre-charge: the refund to the payer at once;
+// the tip to the proposer and the burn are summed and paid once, at the
+// end of the block (payTips), which no fee decision can see: they are all
+// made before the first fire. A refund the ledger cannot hold is burned
+// rather than lost from the books.
 func (e *Engine) settle(f *FireFee) {
 	s := &e.lane
 	if err := s.ledger.Credit(f.FeePayer, f.Refund); err != nil {
 		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
 	}
-	if err := s.ledger.Credit(s.proposer, f.Tip); err != nil {
-		f.Burned, f.Tip = f.Burned.Add(f.Tip), Amount{}
+	tips, ok1 := addAmount(s.tipsDue, f.Tip)
+	burn, ok2 := addAmount(s.burnDue, f.Burned)
+	if !ok1 || !ok2 {
+		e.payTips() // the sums would pass 2^128-1: pay what is due first
+		tips, burn = f.Tip, f.Burned
 	}
-	_ = s.ledger.Burn(f.Burned)
+	s.tipsDue, s.burnDue = tips, burn
+}
+
+// payTips credits the summed tips to the proposer and burns the summed
+// basefee (a tip the proposer's balance cannot hold is burned).
+func (e *Engine) payTips() {
+	s := &e.lane
+	if err := s.ledger.Credit(s.proposer, s.tipsDue); err != nil {
+		_ = s.ledger.Burn(s.tipsDue)
+	}
+	_ = s.ledger.Burn(s.burnDue)
+	s.tipsDue, s.burnDue = Amount{}, Amount{}
 }
 
 // median is the p50 of xs (sorted in place): the middle value, or for an
