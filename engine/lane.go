@@ -111,11 +111,12 @@ type laneState struct {
 	gcWhy     []GCReason
 	fired     []Amount
 	order     []uint32
-	reserved  map[Address]Amount
-	tipsDue   Amount   // tips of this block's fires, not yet paid
-	burnDue   Amount   // basefee of this block's fires, not yet burned
-	fireCount []uint32 // fires of this block, by actor index
-	firing    []uint32 // actors with fires in this block
+	reserved  map[Address]Amount // selection: max_cost reserved per payer that is not an actor
+	avail     []availRec         // selection: per payer that is an actor, by actor index
+	tipsDue   Amount             // tips of this block's fires, not yet paid
+	burnDue   Amount             // basefee of this block's fires, not yet burned
+	fireCount []uint32           // fires of this block, by actor index
+	firing    []uint32           // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
 	figures   LaneFigures
@@ -133,14 +134,15 @@ type sortKey struct {
 
 // cand is a due timer that may run in this block.
 type cand struct {
-	eff     wide // priority fee × W
-	prio    Amount
-	maxCost Amount
-	gas     uint64
-	weight  uint32
-	rec     uint32
-	payer   Address
-	covered bool // max_cost fits in 128 bits
+	eff      wide // priority fee × W
+	prio     Amount
+	maxCost  Amount
+	gas      uint64
+	weight   uint32
+	rec      uint32
+	payer    Address
+	payerIdx uint32 // the payer's actor index, if it is an actor with timers
+	covered  bool   // max_cost fits in 128 bits
 }
 
 func (s *laneState) init(c Config) {
@@ -254,6 +256,49 @@ func satAddU64(a, b uint64) uint64 {
 		return ^uint64(0)
 	}
 	return a + b
+}
+
+// payerIdx is the actor index of timer r's payer, 0 if the payer is not
+// an actor with timers: the selection keeps those payers' balances in a
+// table by index rather than a map by address.
+func (e *Engine) payerIdx(r *rec, f *Fees) uint32 {
+	if f != nil && f.Set&HasFeePayer != 0 {
+		i, _ := e.actors.lookup(&f.FeePayer)
+		return i
+	}
+	return r.actor
+}
+
+// available is what c's payer can still pay in this block's selection: its
+// balance less the max_cost of its timers selected so far.
+func (e *Engine) available(c *cand) Amount {
+	s := &e.lane
+	if i := c.payerIdx; i != 0 {
+		if int(i) >= len(s.avail) {
+			s.avail = append(s.avail, make([]availRec, int(i)+1-len(s.avail))...)
+		}
+		if a := &s.avail[i]; a.block != e.height {
+			a.block, a.left = e.height, s.ledger.Balance(c.payer)
+		}
+		return s.avail[i].left
+	}
+	return s.ledger.Balance(c.payer).SubWrap(s.reserved[c.payer]) // reserved <= balance
+}
+
+// reserve takes c's max_cost from its payer's available amount avail.
+func (e *Engine) reserve(c *cand, avail Amount) {
+	s := &e.lane
+	if i := c.payerIdx; i != 0 {
+		s.avail[i].left = avail.Sub(c.maxCost)
+		return
+	}
+	s.reserved[c.payer] = s.reserved[c.payer].Add(c.maxCost)
+}
+
+// availRec is a payer's available amount during one block's selection.
+type availRec struct {
+	block uint64 // the block it is for; older entries are stale
+	left  Amount
 }
 
 // payer is who pays timer r's fires: its fee_payer, or its actor.
@@ -414,7 +459,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		maxCost, ok2 := mulAmount(perCycle, gas)
 		cands = append(cands, cand{
 			eff: mulWide(prio, uint64(w)), prio: prio, maxCost: maxCost, gas: gas, weight: w,
-			rec: i, payer: e.payer(r, f), covered: ok1 && ok2,
+			rec: i, payer: e.payer(r, f), payerIdx: e.payerIdx(r, f), covered: ok1 && ok2,
 		})
 	}
 	// Sort (step 7): effective priority descending, then timer id.
@@ -432,8 +477,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	sel := s.sel[:0]
 	for _, key := range keys {
 		c := &cands[key.k]
-		bal := s.ledger.Balance(c.payer)
-		avail := bal.SubWrap(s.reserved[c.payer]) // reserved <= bal
+		avail := e.available(c)
 		if !c.covered || avail.Cmp(c.maxCost) < 0 {
 			gcs, why = append(gcs, c.rec), append(why, InsufficientFunds)
 			continue
@@ -443,7 +487,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			continue
 		}
 		budget += c.gas
-		s.reserved[c.payer] = s.reserved[c.payer].Add(c.maxCost)
+		e.reserve(c, avail)
 		sel = append(sel, key.k)
 	}
 	s.keys = keys[:0]
