@@ -48,3 +48,62 @@ func Example() {
 	// block 30: tick("beat") for 0xaa00000000000000000000000000000000000000
 	// pending: 0
 }
+
+// settlement prints each fire's fee settlement under the lane.
+type settlement struct{}
+
+func (settlement) Fired(d *engine.Delivery, r engine.FireResult) {
+	f := r.Fee
+	fmt.Printf("block %d: %q charged %s, refund %s, tip %s, burned %s (W %d ppm)\n",
+		d.Block, d.Payload, f.Charged, f.Refund, f.Tip, f.Burned, f.Weight)
+}
+
+func (settlement) Collected(id engine.TimerID, why engine.GCReason) {
+	fmt.Println("collected:", why)
+}
+
+func (settlement) Deferred(id engine.TimerID, why engine.DeferReason) {}
+
+func (settlement) Clamped(id engine.TimerID, stated, clamped engine.Amount) {
+	fmt.Printf("priority fee %s clamped to %s\n", stated, clamped)
+}
+
+// Example_lane runs the CIP-1 timer lane: timers pay their fires from a
+// ledger, at the lane basefee plus a priority fee, and an unfunded timer
+// is collected instead of firing.
+func Example_lane() {
+	cfg := engine.DefaultConfig()
+	cfg.Policy = engine.PolicyLane
+	e, err := engine.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	rich, poor := engine.Address{0xaa}, engine.Address{0xbb}
+	e.Ledger().Credit(rich, engine.Amount{Lo: 1_000_000_000})
+	e.SetObserver(settlement{})
+
+	e.BeginBlock(1)
+	tx, _ := e.Begin(rich, 1)
+	tx.ScheduleFees(3, []byte("paid"), &engine.Fees{
+		Set:    engine.HasMaxFee | engine.HasMaxPriorityFee | engine.HasGasLimit,
+		MaxFee: engine.Amount{Lo: 2_000}, MaxPriorityFee: engine.Amount{Lo: 5_000}, GasLimit: 100_000,
+	})
+	tx.Commit()
+	tx, _ = e.Begin(poor, 1)
+	tx.Schedule(3, []byte("unfunded"))
+	tx.Commit()
+	for h := uint64(1); h <= 3; h++ {
+		if h > 1 {
+			e.BeginBlock(h)
+		}
+		e.EndBlock(node{})
+		e.Commit()
+	}
+	fmt.Println("basefee now:", e.Basefee(), "pending:", e.Pending())
+	// Output:
+	// priority fee 5000 clamped to 1000
+	// collected: insufficient_funds
+	// block 3: handle_timer("paid") for 0xaa00000000000000000000000000000000000000
+	// block 3: "paid" charged 176600000, refund 141280000, tip 20000000, burned 15320000 (W 2000000 ppm)
+	// basefee now: 671 pending: 0
+}
