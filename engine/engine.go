@@ -100,9 +100,10 @@ func New(cfg Config) (*Engine, error) {
 		e.policy = lane{}
 	}
 	e.lane.init(cfg)
+	e.lane.byID = func(a, b uint32) int { return bytes.Compare(e.recs.At(a).id[:], e.recs.At(b).id[:]) }
 	e.lane.tie = func(a, b uint32) bool {
 		c := e.lane.cands
-		return bytes.Compare(e.recs.At(c[a].rec).id[:], e.recs.At(c[b].rec).id[:]) < 0
+		return e.lane.byID(c[a].rec, c[b].rec) < 0
 	}
 	q, err := calendar.New(cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 	if err != nil {

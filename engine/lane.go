@@ -119,6 +119,7 @@ type laneState struct {
 	firing    []uint32           // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
+	byID      func(a, b uint32) int  // compares the ids of records a and b
 	figures   LaneFigures
 	ctx       BidContext
 }
@@ -407,12 +408,8 @@ func (e *Engine) collect(i uint32, why GCReason) {
 	e.release(i)
 }
 
-func compareIDs(e *Engine) func(a, b uint32) int {
-	return func(a, b uint32) int { return bytes.Compare(e.recs.At(a).id[:], e.recs.At(b).id[:]) }
-}
-
 // lane is CIP-1 v3's end of block (§3 steps 4-10), from ActivationHeight;
-// below it the block runs fifo. docs/SPEC.md §10 states every rule.
+// below it the block runs fifo. docs/SPEC.md §12 states every rule.
 type lane struct{}
 
 func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
@@ -568,18 +565,16 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Whatever is left waits for the next block (step 9), reported in
 	// ascending timer id.
-	if len(s.deferred) > 0 {
+	res.Deferred = len(s.deferred)
+	if lo, ok := e.obs.(LaneObserver); ok && len(s.deferred) > 0 {
 		order := append(s.order[:0], s.deferred...)
-		slices.SortFunc(order, compareIDs(e))
-		lo, _ := e.obs.(LaneObserver)
+		slices.SortFunc(order, s.byID)
 		for _, i := range order {
-			if lo != nil {
-				lo.Deferred(e.recs.At(i).id, s.reasons[e.recs.At(i).lpos-1])
-			}
+			r := e.recs.At(i)
+			lo.Deferred(r.id, s.reasons[r.lpos-1])
 		}
 		clear(order)
 		s.order = order[:0]
-		res.Deferred = len(s.deferred)
 	}
 
 	e.recordFires(h)
