@@ -1,0 +1,240 @@
+package merkle
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+const benchN = 1_000_000
+
+var (
+	benchOnce sync.Once
+	benchTree *Tree
+	benchKeys [][32]byte // the keys in benchTree, in no order
+	benchRng  = rand.New(rand.NewPCG(1, 2))
+)
+
+// million returns a tree of 1,000,000 random keys, its root computed,
+// shared by the benchmarks (which leave it with 1,000,000 keys, listed in
+// benchKeys).
+func million() *Tree {
+	benchOnce.Do(func() {
+		benchTree = New()
+		benchKeys = make([][32]byte, benchN)
+		for i := range benchKeys {
+			benchKeys[i] = randKey(benchRng)
+			benchTree.Set(benchKeys[i], benchKeys[i])
+		}
+		benchTree.Root()
+	})
+	return benchTree
+}
+
+// pickDistinct returns n distinct indices below of.
+func pickDistinct(n, of int) []int {
+	seen := make(map[int]bool, n)
+	out := make([]int, 0, n)
+	for len(out) < n {
+		if i := benchRng.IntN(of); !seen[i] {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// BenchmarkRoot1000Updates: at 1,000,000 keys, set new values for 1,000
+// random keys and compute the root (one op = the batch). Reports the
+// Keccak-256 calls per batch against the bound: the distinct nodes on the
+// union of the 1,000 root-to-leaf paths, counted from the tree's shape
+// (Tree.bound).
+func BenchmarkRoot1000Updates(b *testing.B) {
+	tr := million()
+	changed := make([][32]byte, 1000)
+	var idx []int
+	benchBatch(b, tr, changed,
+		func() {
+			idx = pickDistinct(1000, benchN)
+			for j, i := range idx {
+				changed[j] = benchKeys[i]
+			}
+		},
+		func() {
+			for j, k := range changed {
+				v := k
+				v[0] ^= byte(j) + 1
+				v[1]++
+				tr.Set(k, v)
+			}
+		})
+}
+
+// BenchmarkRoot1000Churn: at 1,000,000 keys, delete 500 random keys and
+// insert 500 new ones (the timers a block fires and schedules), then
+// compute the root; the bound counts the nodes on the changed keys' paths
+// whose subtree changed (Tree.bound).
+func BenchmarkRoot1000Churn(b *testing.B) {
+	tr := million()
+	changed := make([][32]byte, 1000)
+	var idx []int
+	benchBatch(b, tr, changed,
+		func() {
+			idx = pickDistinct(500, benchN)
+			for j, i := range idx {
+				changed[j] = benchKeys[i]
+				changed[500+j] = randKey(benchRng)
+				benchKeys[i] = changed[500+j]
+			}
+		},
+		func() {
+			for _, k := range changed[:500] {
+				tr.Delete(k)
+			}
+			for _, k := range changed[500:] {
+				tr.Set(k, k)
+			}
+		})
+}
+
+// benchBatch times change()+Root per op, prepare() (untimed) having filled
+// changed, and reports hashes against the bound.
+func benchBatch(b *testing.B, tr *Tree, changed [][32]byte, prepare, change func()) {
+	b.ReportAllocs()
+	var hashes, bound uint64
+	for b.Loop() {
+		b.StopTimer()
+		prepare()
+		b.StartTimer()
+		h := tr.Hashes()
+		change()
+		tr.Root()
+		hashes += tr.Hashes() - h
+		b.StopTimer()
+		bound += uint64(tr.bound(changed))
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(hashes)/float64(b.N), "keccak/op")
+	b.ReportMetric(float64(bound)/float64(b.N), "bound/op")
+	b.ReportMetric(float64(hashes)/float64(bound), "keccak/bound")
+}
+
+// BenchmarkSet: one Set of a new value for a random key at 1,000,000 keys
+// (no Root).
+func BenchmarkSet(b *testing.B) {
+	tr := million()
+	idx := pickDistinct(1<<16, benchN)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := benchKeys[idx[i&(1<<16-1)]]
+		k2 := k
+		k2[0] += byte(i>>16) + 1
+		tr.Set(k, k2)
+		i++
+	}
+	b.StopTimer()
+	tr.Root()
+}
+
+// BenchmarkGet: one Get of a random present key at 1,000,000 keys.
+func BenchmarkGet(b *testing.B) {
+	tr := million()
+	idx := pickDistinct(1<<16, benchN)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		tr.Get(benchKeys[idx[i&(1<<16-1)]])
+		i++
+	}
+}
+
+// BenchmarkProve: ProveInto (reusing the proof) for a random key at
+// 1,000,000 keys, half of them absent.
+func BenchmarkProve(b *testing.B) {
+	tr := million()
+	tr.Root()
+	idx := pickDistinct(1<<16, benchN)
+	b.ReportAllocs()
+	var p Proof
+	i := 0
+	steps := 0
+	for b.Loop() {
+		k := benchKeys[idx[i&(1<<16-1)]]
+		if i&1 == 1 {
+			k[31] ^= 1
+		}
+		tr.ProveInto(k, &p)
+		steps += len(p.Path)
+		i++
+	}
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/op")
+}
+
+// BenchmarkVerify: Verify of a proof of presence at 1,000,000 keys.
+func BenchmarkVerify(b *testing.B) {
+	tr := million()
+	root := tr.Root()
+	const n = 256
+	proofs := make([]Proof, n)
+	values := make([][32]byte, n)
+	keys := make([][32]byte, n)
+	for j, i := range pickDistinct(n, benchN) {
+		keys[j] = benchKeys[i]
+		values[j], _ = tr.Get(keys[j])
+		proofs[j] = tr.Prove(keys[j])
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		j := i % n
+		if err := Verify(root, keys[j], &values[j], proofs[j]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// heapPerEntry builds a tree of n random keys (generated on the fly, not
+// kept) with its root, and returns the heap bytes it holds per entry and
+// the nanoseconds per entry to build it.
+func heapPerEntry(n int) (bytes float64, tree *Tree) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tr := New()
+	for range n {
+		k := randKey(rng)
+		tr.Set(k, k)
+	}
+	tr.Root()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(tr)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n), tr
+}
+
+// BenchmarkBuild1M: build a tree of 1,000,000 random keys and compute its
+// root (one op); reports the heap bytes held per entry.
+func BenchmarkBuild1M(b *testing.B) {
+	var perEntry float64
+	for b.Loop() {
+		perEntry, _ = heapPerEntry(benchN)
+	}
+	b.ReportMetric(perEntry, "B/entry")
+}
+
+// TestBytesPerEntry: at 1,000,000 entries the tree holds at most 150 heap
+// bytes per entry (97 per leaf, 44 per internal node, plus slack).
+func TestBytesPerEntry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a tree of 1,000,000 keys")
+	}
+	perEntry, tr := heapPerEntry(benchN)
+	t.Logf("%.1f heap bytes per entry at %d entries", perEntry, tr.Len())
+	if perEntry > 150 {
+		t.Errorf("%.1f bytes per entry, want at most 150", perEntry)
+	}
+}

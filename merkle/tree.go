@@ -1,0 +1,326 @@
+package merkle
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// ref names a node: 0 is no node, a leaf's ref has leafBit set over its
+// index in the leaf slab, any other value is an index in the internal-node
+// slab (whose index 0 is never used).
+type ref uint32
+
+const (
+	leafBit ref = 1 << 31
+	maxIdx      = uint32(leafBit) - 1
+)
+
+// leafNode is a (key, value hash) pair and its cached leaf hash: 97 bytes.
+// A free leaf keeps the next free index + 1 in key[0:4].
+type leafNode struct {
+	key, value, hash [32]byte
+	dirty            bool // hash is stale
+}
+
+// innerNode branches on key bit `bit`: keys with that bit 0 are under
+// child[0], with it 1 under child[1]. 44 bytes with padding. A free node
+// keeps the next free index in child[0].
+type innerNode struct {
+	hash  [32]byte
+	child [2]ref
+	bit   uint8
+	dirty bool // hash is stale: this node or a descendant changed
+}
+
+// Tree is an authenticated map from 32-byte keys to 32-byte value hashes:
+// a binary Patricia Merkle trie (see the package documentation and TREE.md).
+// The zero Tree is an empty tree ready to use. A Tree is not safe for
+// concurrent use: even Root and Prove write (they rehash what changed).
+type Tree struct {
+	root      ref
+	n         int
+	leaves    chunked[leafNode]
+	inners    chunked[innerNode]
+	leafTop   uint32 // leaf indices ever used
+	innerTop  uint32 // internal indices ever used (index 0 excluded)
+	leafFree  uint32 // head of the free leaves, index + 1 (0: none)
+	innerFree uint32 // head of the free internal nodes (0: none)
+	h         hasher
+	path      [257]ref // the internal nodes from the root to the last leaf searched for
+}
+
+// New returns an empty tree.
+func New() *Tree { return new(Tree) }
+
+// Len is the number of keys in the tree.
+func (t *Tree) Len() int { return t.n }
+
+// Hashes is the number of Keccak-256 computations the tree has made since it
+// was created (a Clone starts at 0).
+func (t *Tree) Hashes() uint64 { return t.h.count }
+
+func (t *Tree) leaf(r ref) *leafNode   { return t.leaves.at(uint32(r &^ leafBit)) }
+func (t *Tree) inner(r ref) *innerNode { return t.inners.at(uint32(r)) }
+
+// bitAt is bit i of k, bit 0 being the most significant bit of k[0].
+func bitAt(k *[32]byte, i uint8) int { return int(k[i>>3]>>(7-(i&7))) & 1 }
+
+// firstDiff is the index of the first bit where a and b differ; ok is false
+// if they are equal.
+func firstDiff(a, b *[32]byte) (i uint8, ok bool) {
+	for w := 0; w < 32; w += 8 {
+		if x := binary.BigEndian.Uint64(a[w:]) ^ binary.BigEndian.Uint64(b[w:]); x != 0 {
+			return uint8(w*8 + bits.LeadingZeros64(x)), true
+		}
+	}
+	return 0, false
+}
+
+// search follows key's bits from the root to a leaf (the root must not be
+// 0), records the internal nodes passed in t.path and returns the leaf and
+// the number of internal nodes passed.
+func (t *Tree) search(key *[32]byte) (ref, int) {
+	r, d := t.root, 0
+	for r&leafBit == 0 {
+		t.path[d] = r
+		d++
+		n := t.inner(r)
+		r = n.child[bitAt(key, n.bit)]
+	}
+	return r, d
+}
+
+// markDirty marks t.path[:d] dirty, from the bottom up, stopping at the
+// first node already dirty: a dirty node's ancestors are all dirty.
+func (t *Tree) markDirty(d int) {
+	for i := d - 1; i >= 0; i-- {
+		n := t.inner(t.path[i])
+		if n.dirty {
+			return
+		}
+		n.dirty = true
+	}
+}
+
+// Get returns the value hash stored for key.
+func (t *Tree) Get(key [32]byte) ([32]byte, bool) {
+	if t.root == 0 {
+		return [32]byte{}, false
+	}
+	r := t.root
+	for r&leafBit == 0 {
+		n := t.inner(r)
+		r = n.child[bitAt(&key, n.bit)]
+	}
+	if l := t.leaf(r); l.key == key {
+		return l.value, true
+	}
+	return [32]byte{}, false
+}
+
+// Set stores value for key, inserting the key or replacing its value. It
+// hashes nothing: the next Root rehashes the leaf and its ancestors.
+func (t *Tree) Set(key, value [32]byte) {
+	if t.root == 0 {
+		t.root = t.newLeaf(&key, &value)
+		t.n++
+		return
+	}
+	r, d := t.search(&key)
+	l := t.leaf(r)
+	diff, ok := firstDiff(&key, &l.key)
+	if !ok {
+		if l.value != value {
+			l.value = value
+			l.dirty = true
+			t.markDirty(d)
+		}
+		return
+	}
+	// The new branch goes above the first node on the path that branches
+	// on a later bit (the leaf agrees with key on every bit the path
+	// branched on, so no node on it branches on diff).
+	i := 0
+	for i < d && t.inner(t.path[i]).bit < diff {
+		i++
+	}
+	old := r
+	if i < d {
+		old = t.path[i]
+	}
+	nl := t.newLeaf(&key, &value) // allocations first: they may move nodes
+	ni := t.newInner()
+	n := t.inner(ni)
+	b := bitAt(&key, diff)
+	n.bit, n.dirty = diff, true
+	n.child[b], n.child[1-b] = nl, old
+	t.link(i, &key, ni)
+	t.markDirty(i)
+	t.n++
+}
+
+// link makes r the node below t.path[i-1] on key's side (or the root).
+func (t *Tree) link(i int, key *[32]byte, r ref) {
+	if i == 0 {
+		t.root = r
+		return
+	}
+	p := t.inner(t.path[i-1])
+	p.child[bitAt(key, p.bit)] = r
+}
+
+// Delete removes key and reports whether it was present.
+func (t *Tree) Delete(key [32]byte) bool {
+	if t.root == 0 {
+		return false
+	}
+	r, d := t.search(&key)
+	if t.leaf(r).key != key {
+		return false
+	}
+	t.freeLeaf(r)
+	t.n--
+	if d == 0 {
+		t.root = 0
+		return true
+	}
+	p := t.path[d-1]
+	pn := t.inner(p)
+	sibling := pn.child[1-bitAt(&key, pn.bit)]
+	t.freeInner(p)
+	t.link(d-1, &key, sibling)
+	t.markDirty(d - 1)
+	return true
+}
+
+// Root returns the root hash, first rehashing the nodes changed since the
+// last Root (one Keccak-256 per changed node). The empty tree's root is 32
+// zero bytes.
+func (t *Tree) Root() [32]byte {
+	if t.root == 0 {
+		return [32]byte{}
+	}
+	if t.h.st == nil {
+		t.h = newHasher()
+	}
+	return *t.rehash(t.root)
+}
+
+func (t *Tree) rehash(r ref) *[32]byte {
+	if r&leafBit != 0 {
+		l := t.leaf(r)
+		if l.dirty {
+			t.h.leaf(&l.key, &l.value, &l.hash)
+			l.dirty = false
+		}
+		return &l.hash
+	}
+	n := t.inner(r)
+	if n.dirty {
+		left := t.rehash(n.child[0])
+		right := t.rehash(n.child[1])
+		t.h.inner(n.bit, left, right, &n.hash)
+		n.dirty = false
+	}
+	return &n.hash
+}
+
+// Clone returns an independent deep copy of t: a memory copy of its node
+// slabs (O(N), no hashing). Its Hashes counter starts at 0.
+func (t *Tree) Clone() *Tree {
+	c := &Tree{
+		root: t.root, n: t.n,
+		leaves: t.leaves.clone(), inners: t.inners.clone(),
+		leafTop: t.leafTop, innerTop: t.innerTop,
+		leafFree: t.leafFree, innerFree: t.innerFree,
+	}
+	return c
+}
+
+func (t *Tree) newLeaf(key, value *[32]byte) ref {
+	var i uint32
+	if t.leafFree != 0 {
+		i = t.leafFree - 1
+		t.leafFree = binary.LittleEndian.Uint32(t.leaves.at(i).key[:4])
+	} else {
+		if t.leafTop > maxIdx {
+			panic("merkle: too many leaves")
+		}
+		i = t.leafTop
+		t.leafTop++
+		t.leaves.ensure(i)
+	}
+	*t.leaves.at(i) = leafNode{key: *key, value: *value, dirty: true}
+	return leafBit | ref(i)
+}
+
+func (t *Tree) freeLeaf(r ref) {
+	i := uint32(r &^ leafBit)
+	l := t.leaves.at(i)
+	binary.LittleEndian.PutUint32(l.key[:4], t.leafFree)
+	t.leafFree = i + 1
+}
+
+func (t *Tree) newInner() ref {
+	var i uint32
+	if t.innerFree != 0 {
+		i = t.innerFree
+		t.innerFree = uint32(t.inners.at(i).child[0])
+	} else {
+		if t.innerTop >= maxIdx {
+			panic("merkle: too many internal nodes")
+		}
+		t.innerTop++
+		i = t.innerTop
+		t.inners.ensure(i)
+	}
+	*t.inners.at(i) = innerNode{}
+	return ref(i)
+}
+
+func (t *Tree) freeInner(r ref) {
+	n := t.inner(r)
+	n.child[0] = ref(t.innerFree)
+	t.innerFree = uint32(r)
+}
+
+// chunked is an array of T addressed by uint32 index, in chunks of
+// chunkLen elements so that growing copies nothing, except the first chunk,
+// which starts small and doubles (moving its elements) until it is full:
+// a pointer to an element is valid until the next ensure.
+type chunked[T any] struct {
+	chunks [][]T
+}
+
+const (
+	chunkShift = 12
+	chunkLen   = 1 << chunkShift
+	firstLen   = 16
+)
+
+func (c *chunked[T]) at(i uint32) *T { return &c.chunks[i>>chunkShift][i&(chunkLen-1)] }
+
+// ensure makes index i valid.
+func (c *chunked[T]) ensure(i uint32) {
+	ci := int(i >> chunkShift)
+	for ci >= len(c.chunks) || int(i&(chunkLen-1)) >= len(c.chunks[ci]) {
+		switch last := len(c.chunks) - 1; {
+		case last < 0:
+			c.chunks = append(c.chunks, make([]T, firstLen))
+		case len(c.chunks[last]) < chunkLen:
+			grown := make([]T, 2*len(c.chunks[last]))
+			copy(grown, c.chunks[last])
+			c.chunks[last] = grown
+		default:
+			c.chunks = append(c.chunks, make([]T, chunkLen))
+		}
+	}
+}
+
+func (c *chunked[T]) clone() chunked[T] {
+	out := chunked[T]{chunks: make([][]T, len(c.chunks))}
+	for i, ch := range c.chunks {
+		out.chunks[i] = append([]T(nil), ch...)
+	}
+	return out
+}
