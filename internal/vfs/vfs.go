@@ -1,0 +1,99 @@
+// Package vfs is the small filesystem interface that the write-ahead log
+// (package wal) is written against, with two implementations: OS, the real
+// filesystem, and MemFS, a strict in-memory filesystem that models what
+// survives a crash.
+//
+// The interface holds only what a log needs: whole-file creation and
+// removal, append-only writes, reads at an offset, truncation, renames,
+// directory listings and fsync of files and directories. Paths are
+// slash-or-OS-separated strings joined with path/filepath.
+//
+// Durability model. A file's bytes are durable only once a Sync of that file
+// has returned after they were written; a directory entry (a created,
+// renamed or removed name) is durable only once a Sync of the directory that
+// holds it has returned after the change. MemFS implements exactly this
+// model (see MemFS.Crash); the subpackage errorfs injects I/O errors, full
+// disks and torn writes into any FS.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+)
+
+// File is an open file. Files from Create and OpenAppend append every Write
+// at the end of the file; files from Open are read-only; a directory from
+// OpenDir supports only Sync and Close.
+type File interface {
+	io.Writer
+	io.ReaderAt
+	io.Closer
+	// Sync makes the file's written bytes (or, for a directory, its
+	// entries) durable.
+	Sync() error
+	// Truncate changes the file's size; later appends go to the new end.
+	Truncate(size int64) error
+	// Size is the file's current size in bytes.
+	Size() (int64, error)
+}
+
+// FS is a filesystem.
+type FS interface {
+	// Create creates name (truncating it if it exists) for appending.
+	Create(name string) (File, error)
+	// OpenAppend opens an existing file for appending at its end.
+	OpenAppend(name string) (File, error)
+	// Open opens an existing file for reading.
+	Open(name string) (File, error)
+	// OpenDir opens a directory so that it can be synced.
+	OpenDir(name string) (File, error)
+	// MkdirAll creates a directory and any missing parents.
+	MkdirAll(dir string) error
+	// Rename renames oldname to newname, replacing newname if it exists.
+	Rename(oldname, newname string) error
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// List returns the names (not paths) of a directory's entries, sorted.
+	List(dir string) ([]string, error)
+	// Stat returns the size of a file; an error matching fs.ErrNotExist if
+	// there is none.
+	Stat(name string) (int64, error)
+	// Truncate changes the size of a file.
+	Truncate(name string, size int64) error
+}
+
+// IsNotExist reports whether err says that a file does not exist.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// SyncDir opens dir, syncs it and closes it.
+func SyncDir(fsys FS, dir string) error {
+	d, err := fsys.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+// ReadFile returns the whole contents of a file.
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, n)
+	m, err := f.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(m) == n) {
+		return buf[:m], err
+	}
+	return buf, nil
+}

@@ -1,0 +1,55 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrCorrupt is matched (errors.Is) by every *CorruptError.
+	ErrCorrupt = errors.New("wal: corrupt")
+	// ErrFailed is matched by the error of every call on a Log after a
+	// write, sync, create, rename or remove failed: the log refuses further
+	// writes until it is closed and reopened, so that what it holds in
+	// memory never runs ahead of what its files say.
+	ErrFailed = errors.New("wal: log failed (close and reopen it)")
+	// ErrClosed is returned by calls on a closed Log.
+	ErrClosed = errors.New("wal: log closed")
+	// ErrHeight is returned by Append and WriteSnapshot for a height out of
+	// sequence; the log is unchanged and still usable.
+	ErrHeight = errors.New("wal: height out of sequence")
+	// ErrTooLarge is returned by Append for a body above
+	// Options.MaxBodySize; the log is unchanged and still usable.
+	ErrTooLarge = errors.New("wal: body too large")
+)
+
+// CorruptError says that a file of the log does not hold what the log
+// wrote, at a place where a crash cannot explain it (anywhere but the end
+// of the last segment). Open does not skip it; Repair truncates there.
+type CorruptError struct {
+	Segment string // the file's name in the log's directory (a segment or a snapshot)
+	Offset  int64  // where in the file the bad record, header or chunk starts
+	Reason  string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("wal: corrupt: %s at offset %d: %s", e.Segment, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// FailedError is the failure that put a Log in the failed state: the
+// operation and the filesystem's error. It matches ErrFailed and its Err
+// (errors.Is(err, syscall.ENOSPC), say).
+type FailedError struct {
+	Op  string // "append", "sync", "rotate", "snapshot", "close"
+	Err error
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("wal: %s: %v (the log refuses further writes until reopened)", e.Op, e.Err)
+}
+
+// Unwrap returns Err and ErrFailed.
+func (e *FailedError) Unwrap() []error { return []error{e.Err, ErrFailed} }

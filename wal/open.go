@@ -1,0 +1,445 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/timerlane/timerlane/internal/vfs"
+)
+
+// Open opens the log in dir (creating the directory if it is missing) and
+// recovers it: it picks the newest valid snapshot, checks every record
+// after it, cuts a torn tail from the last segment (reporting it through
+// Options.Logf and Recovery().Cut), and opens the last segment for
+// appending. Read the state back with OpenSnapshot and Replay.
+//
+// Open fails with a *CorruptError (matching ErrCorrupt) naming the file and
+// offset of any damage a crash cannot explain: a bad record, header or gap
+// in heights anywhere but at the very end of the last segment, or a
+// damaged newest snapshot that the log does not cover from an older
+// snapshot. With Options.Repair it truncates there instead (see Repair).
+// Other errors are the filesystem's.
+func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if opts.Repair {
+		if _, err := repair(fsys, dir, opts); err != nil {
+			return nil, err
+		}
+	}
+	l := &Log{fs: fsys, dir: dir, opts: opts}
+	if opts.Compression == CompressZstd {
+		l.zenc = newZstdEncoder()
+	}
+	if err := l.recover(); err != nil {
+		if l.cur != nil {
+			l.cur.Close()
+		}
+		return nil, err
+	}
+	if opts.Sync.mode == syncInterval {
+		l.stop = make(chan struct{})
+		l.done = make(chan struct{})
+		go l.syncer(opts.Sync.interval)
+	}
+	return l, nil
+}
+
+// ensureDir creates dir if it is missing, with any missing parents, and
+// syncs the parent of each directory it creates so that they survive a
+// crash.
+func ensureDir(fsys vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); err == nil {
+			break
+		} else if !vfs.IsNotExist(err) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := vfs.SyncDir(fsys, filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listing is what a log directory holds.
+type listing struct {
+	segs  []segment
+	snaps []snapshotFile
+	temps []string
+}
+
+func list(fsys vfs.FS, dir string) (listing, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return listing{}, err
+	}
+	var ls listing
+	for _, name := range names {
+		if h, ok := parseName(name, segSuffix); ok {
+			ls.segs = append(ls.segs, segment{first: h, name: name})
+		} else if h, ok := parseName(name, snapSuffix); ok {
+			ls.snaps = append(ls.snaps, snapshotFile{height: h, name: name})
+		} else if strings.HasSuffix(name, tmpSuffix) {
+			ls.temps = append(ls.temps, name)
+		}
+	}
+	slices.SortFunc(ls.segs, func(a, b segment) int { return cmpU64(a.first, b.first) })
+	slices.SortFunc(ls.snaps, func(a, b snapshotFile) int { return cmpU64(a.height, b.height) })
+	return ls, nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// verifySnapshot reads a whole snapshot file, checking it, and returns its
+// height. A damaged file gives a *CorruptError; other errors are the
+// filesystem's.
+func verifySnapshot(fsys vfs.FS, dir, name string) (uint64, error) {
+	f, err := fsys.Open(filepath.Join(dir, name))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, err
+	}
+	h, err := decodeSnapshotFrom(f, size)
+	if err != nil {
+		var fe *formatError
+		if errors.As(err, &fe) {
+			return 0, &CorruptError{Segment: name, Offset: fe.off, Reason: fe.reason}
+		}
+		return 0, err
+	}
+	return h, nil
+}
+
+// decodeSnapshotFrom checks a whole snapshot and returns its height.
+func decodeSnapshotFrom(src io.ReaderAt, size int64) (uint64, error) {
+	r, err := newSnapReader(src, size)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return 0, err
+	}
+	return r.height, nil
+}
+
+// scanned is what a scan of the segments needed for recovery found.
+type scanned struct {
+	first    uint64 // first record height after the snapshot (0: none)
+	last     uint64 // last record height (0: no record)
+	records  int    // records after the snapshot
+	plan     []replaySeg
+	cut      *Cut
+	tailName string // the last segment, if it survives
+	tailSize int64
+	tailNext uint64 // the height the next record of the last segment must have
+}
+
+func (l *Log) recover() error {
+	fsys, dir, opts := l.fs, l.dir, l.opts
+	if err := ensureDir(fsys, dir); err != nil {
+		return err
+	}
+	ls, err := list(fsys, dir)
+	if err != nil {
+		return err
+	}
+	rec := Recovery{}
+	if len(ls.temps) > 0 {
+		for _, name := range ls.temps {
+			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !vfs.IsNotExist(err) {
+				return err
+			}
+			opts.Logf("wal: removed leftover temporary snapshot %s", name)
+		}
+		if err := vfs.SyncDir(fsys, dir); err != nil {
+			return err
+		}
+		rec.RemovedTemp = ls.temps
+	}
+
+	// The newest valid snapshot.
+	var base *snapshotFile
+	var bad []snapshotFile
+	var badErrs []error
+	for i := len(ls.snaps) - 1; i >= 0; i-- {
+		s := ls.snaps[i]
+		h, err := verifySnapshot(fsys, dir, s.name)
+		if err == nil && h != s.height {
+			err = &CorruptError{Segment: s.name, Offset: 0, Reason: fmt.Sprintf("snapshot header says height %d", h)}
+		}
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			bad = append(bad, s)
+			badErrs = append(badErrs, err)
+			continue
+		}
+		base = &ls.snaps[i]
+		break
+	}
+	var snapHeight uint64
+	if base != nil {
+		snapHeight = base.height
+		rec.SnapshotHeight, rec.Snapshot = base.height, base.name
+	}
+
+	// The first segment recovery needs: the last one starting at or before
+	// the first height after the snapshot, or the first one (which must
+	// then start the log) if there is no snapshot.
+	start := -1
+	if base != nil {
+		for i, s := range ls.segs {
+			if s.first <= snapHeight+1 {
+				start = i
+			}
+		}
+		if start < 0 && len(ls.segs) > 0 {
+			return &CorruptError{Segment: ls.segs[0].name, Offset: 0,
+				Reason: fmt.Sprintf("gap: snapshot at height %d, first segment starts at %d", snapHeight, ls.segs[0].first)}
+		}
+	} else if len(ls.segs) > 0 {
+		start = 0
+	}
+	noState := func() error {
+		if len(badErrs) > 0 {
+			return fmt.Errorf("%w (and the log does not cover it from an older snapshot or from its start)", badErrs[0])
+		}
+		return nil
+	}
+
+	var sc scanned
+	if start >= 0 {
+		sc, err = l.scan(ls.segs[start:], snapHeight, base == nil)
+		if err != nil {
+			if len(badErrs) > 0 && errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("%w; falling back from it: %w", badErrs[0], err)
+			}
+			return err
+		}
+		if sc.cut != nil {
+			rec.Cut = sc.cut
+			opts.Logf("wal: torn tail: %s", sc.cut)
+			if sc.cut.Removed {
+				i := slices.IndexFunc(ls.segs, func(s segment) bool { return s.name == sc.cut.Segment })
+				ls.segs = slices.Delete(ls.segs, i, i+1)
+			}
+		}
+	} else if err := noState(); err != nil {
+		return err
+	}
+	last := max(sc.last, snapHeight)
+	if len(bad) > 0 {
+		// Falling back is right only if the log reaches every damaged
+		// snapshot newer than the one used: else a state that was durable
+		// would be lost.
+		if newest := bad[0].height; last < newest {
+			return fmt.Errorf("%w (and the log, from %s, reaches only height %d)", badErrs[0], describeBase(base), last)
+		}
+		for _, e := range badErrs {
+			opts.Logf("wal: skipped damaged snapshot (the log covers it): %v", e)
+		}
+		rec.SkippedSnapshots = badErrs
+	}
+	if base == nil && start < 0 && len(bad) > 0 {
+		return noState()
+	}
+	rec.LastHeight = last
+	rec.FirstHeight = sc.first
+	rec.Records = sc.records
+
+	l.segs = ls.segs
+	if base != nil {
+		l.snaps = slices.DeleteFunc(slices.Clone(ls.snaps), func(s snapshotFile) bool {
+			return s.height > base.height || slices.Contains(bad, s)
+		})
+	}
+	l.bad = bad
+	l.last, l.durable, l.written = last, last, last
+	l.plan = sc.plan
+	l.rec = rec
+	if sc.tailName != "" {
+		f, err := fsys.OpenAppend(filepath.Join(dir, sc.tailName))
+		if err != nil {
+			return err
+		}
+		l.cur = f
+		l.curSize = sc.tailSize
+		l.curNext = sc.tailNext
+		if sc.cut != nil && !sc.cut.Removed {
+			if err := f.Sync(); err != nil { // make the truncation durable
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func describeBase(base *snapshotFile) string {
+	if base == nil {
+		return "its start"
+	}
+	return base.name
+}
+
+// scan checks segs (the segments recovery needs, in order) and cuts a torn
+// tail from the last. snapHeight is the recovered snapshot's height (0 if
+// none); genesis says the first segment must be the log's first.
+func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, error) {
+	var sc scanned
+	maxLen := l.opts.maxRecordLength()
+	var prevLast uint64 // last height of the previous segment (or its first-1 if empty)
+	for i, seg := range segs {
+		isLast := i == len(segs)-1
+		path := filepath.Join(l.dir, seg.name)
+		data, err := vfs.ReadFile(l.fs, path)
+		if err != nil {
+			return sc, err
+		}
+		corrupt := func(off int64, reason string) error {
+			return &CorruptError{Segment: seg.name, Offset: off, Reason: reason}
+		}
+		first, flags, ferr := decodeSegmentHeader(data)
+		if ferr != nil {
+			if isLast && tornAt(data, 0, maxLen) {
+				// A segment whose header never became whole (a crash while
+				// rotating): it holds no record.
+				if err := l.fs.Remove(path); err != nil {
+					return sc, err
+				}
+				if err := vfs.SyncDir(l.fs, l.dir); err != nil {
+					return sc, err
+				}
+				sc.cut = &Cut{Segment: seg.name, Offset: 0, Bytes: int64(len(data)), Removed: true}
+				break
+			}
+			return sc, corrupt(0, ferr.reason)
+		}
+		if first != seg.first {
+			return sc, corrupt(0, fmt.Sprintf("segment header says first height %d", first))
+		}
+		if i == 0 && genesis && flags&flagGenesis == 0 {
+			return sc, corrupt(0, "the log's first segment does not start the log, and there is no snapshot")
+		}
+		if i > 0 {
+			if want := max(prevLast, snapHeight) + 1; first != want {
+				return sc, corrupt(0, fmt.Sprintf("gap: segment starts at height %d, expected %d", first, want))
+			}
+		}
+		next := first
+		off := int64(segHeaderSize)
+		replayFrom := int64(-1)
+		for off < int64(len(data)) {
+			r, ferr := decodeRecord(data[off:], maxLen)
+			if ferr != nil {
+				if isLast && tornAt(data, off, maxLen) {
+					if err := l.fs.Truncate(path, off); err != nil {
+						return sc, err
+					}
+					sc.cut = &Cut{Segment: seg.name, Offset: off, Bytes: int64(len(data)) - off}
+					data = data[:off]
+					break
+				}
+				return sc, corrupt(off, ferr.reason)
+			}
+			if r.height != next {
+				return sc, corrupt(off, fmt.Sprintf("height %d, expected %d", r.height, next))
+			}
+			if r.height > snapHeight {
+				if replayFrom < 0 {
+					replayFrom = off
+				}
+				if sc.first == 0 {
+					sc.first = r.height
+				}
+				sc.records++
+			}
+			sc.last = r.height
+			next++
+			off += int64(r.size)
+		}
+		prevLast = next - 1
+		if replayFrom >= 0 {
+			sc.plan = append(sc.plan, replaySeg{name: seg.name, from: replayFrom, to: off})
+		}
+		if isLast {
+			sc.tailName, sc.tailSize, sc.tailNext = seg.name, off, next
+		}
+	}
+	return sc, nil
+}
+
+// tornAt reports whether damage found at off in the last segment is a
+// torn tail, which a crash explains, rather than corruption. It is if no
+// whole, checksum-valid record frame starts anywhere after off (the bytes
+// from off on are what a write cut short left), or if, before the next
+// valid frame, a whole 512-byte sector (at a multiple of 512 in the file)
+// reads as zeros: a page that a crash lost while the OS had already
+// written later ones, which only happens to data no sync had covered.
+func tornAt(data []byte, off int64, maxLen uint32) bool {
+	next := nextValidFrame(data, off+1, maxLen)
+	if next < 0 {
+		return true
+	}
+	for s := (off + 511) &^ 511; s+512 <= next; s += 512 {
+		if allZero(data[s : s+512]) {
+			return true
+		}
+	}
+	return false
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// nextValidFrame returns the offset of the first whole, checksum-valid
+// record frame at or after from, or -1.
+func nextValidFrame(data []byte, from int64, maxLen uint32) int64 {
+	for off := max(from, 0); off+recHeaderSize <= int64(len(data)); off++ {
+		b := data[off:]
+		// A cheap filter before the checksum: a known kind.
+		if k := b[12]; k < kindRaw || k > kindZstd {
+			continue
+		}
+		if _, ferr := decodeRecord(b, maxLen); ferr == nil {
+			return off
+		}
+	}
+	return -1
+}

@@ -1,0 +1,664 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/timerlane/timerlane/internal/vfs"
+	"github.com/timerlane/timerlane/internal/vfs/errorfs"
+)
+
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"s2", Options{}},
+		{"zstd", Options{Compression: CompressZstd}},
+		{"none", Options{Compression: CompressNone}},
+		{"small segments", Options{SegmentSize: 600}},
+		{"interval", Options{Sync: SyncInterval(time.Millisecond)}},
+		{"none policy", Options{Sync: SyncNone}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			opts := tc.opts
+			opts.Logf = quiet
+			l, got := openCheck(t, m, "/a/wal", opts)
+			if got != (recovered{}) || l.LastHeight() != 0 {
+				t.Fatalf("fresh log recovered %+v", got)
+			}
+			appendRange(t, l, 5, 60) // a log may start at any height
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Close syncs under every policy: a crash now loses nothing.
+			l, got = openCheck(t, m.Crash(vfs.CrashOptions{}), "/a/wal", opts)
+			if got != (recovered{snap: 0, last: 60}) {
+				t.Fatalf("recovered %+v", got)
+			}
+			l.Close()
+			// Reading needs no particular compression setting.
+			for _, c := range []Compression{CompressS2, CompressZstd, CompressNone} {
+				l, got = openCheck(t, m, "/a/wal", Options{Compression: c})
+				if got.last != 60 {
+					t.Fatalf("compression %d: recovered %+v", c, got)
+				}
+				l.Close()
+			}
+			// And the log goes on from where it was.
+			l, _ = openCheck(t, m, "/a/wal", opts)
+			appendRange(t, l, 61, 70)
+			l.Close()
+			if _, got = openCheck(t, m, "/a/wal", Options{}); got.last != 70 {
+				t.Fatalf("recovered %+v", got)
+			}
+		})
+	}
+}
+
+func TestSegmentsAreNamedByFirstHeight(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 700})
+	appendRange(t, l, 1, 40)
+	l.Close()
+	segs := segmentsIn(t, m, "/wal")
+	if len(segs) < 5 {
+		t.Fatalf("only %d segments: %v", len(segs), segs)
+	}
+	if segs[0] != "00000000000000000001.wal" {
+		t.Fatalf("first segment %s", segs[0])
+	}
+	// Each segment's name is its first record's height.
+	prev := uint64(0)
+	for _, s := range segs {
+		first, _ := parseName(s, segSuffix)
+		data, _ := vfs.ReadFile(m, "/wal/"+s)
+		r, ferr := decodeRecord(data[segHeaderSize:], 1<<30)
+		if ferr != nil || r.height != first || first <= prev {
+			t.Fatalf("segment %s: first record %d (%v)", s, r.height, ferr)
+		}
+		prev = first
+	}
+	_, got := openCheck(t, m, "/wal", Options{})
+	if got.last != 40 {
+		t.Fatalf("recovered %+v", got)
+	}
+}
+
+func TestAppendHeights(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{MaxBodySize: 1000})
+	defer l.Close()
+	if err := l.Append(0, nil); !errors.Is(err, ErrHeight) {
+		t.Fatalf("height 0: %v", err)
+	}
+	appendRange(t, l, 10, 11)
+	for _, h := range []uint64{10, 11, 13} {
+		if err := l.Append(h, nil); !errors.Is(err, ErrHeight) {
+			t.Fatalf("height %d after 11: %v", h, err)
+		}
+	}
+	if err := l.Append(12, make([]byte, 1001)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("large body: %v", err)
+	}
+	appendRange(t, l, 12, 12) // the log is still usable
+	if err := l.WriteSnapshot(13, bytes.NewReader(nil)); !errors.Is(err, ErrHeight) {
+		t.Fatalf("snapshot past the last height: %v", err)
+	}
+	snapshot(t, l, 12)
+	if err := l.WriteSnapshot(12, bytes.NewReader(nil)); !errors.Is(err, ErrHeight) {
+		t.Fatalf("second snapshot at the same height: %v", err)
+	}
+	l.Close()
+	if err := l.Append(13, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v", err)
+	}
+}
+
+func TestSnapshotsBoundRecovery(t *testing.T) {
+	m := vfs.NewMem()
+	opts := Options{SegmentSize: 800, RetainSnapshots: 1}
+	l, _ := openCheck(t, m, "/wal", opts)
+	appendRange(t, l, 1, 100)
+	snapshot(t, l, 100)
+	if l.SnapshotHeight() != 100 || l.DurableHeight() != 100 {
+		t.Fatalf("snapshot %d durable %d", l.SnapshotHeight(), l.DurableHeight())
+	}
+	// Every segment wholly older than the snapshot is gone: only the
+	// active one is left.
+	if segs := segmentsIn(t, m, "/wal"); len(segs) != 1 {
+		t.Fatalf("segments after the snapshot: %v", segs)
+	}
+	appendRange(t, l, 101, 130)
+	l.Close()
+	l, got := openCheck(t, m, "/wal", opts)
+	if got != (recovered{snap: 100, last: 130}) || l.Recovery().Records != 30 {
+		t.Fatalf("recovered %+v, %+v", got, l.Recovery())
+	}
+	// A snapshot right after recovery, then more blocks; old snapshots go.
+	snapshot(t, l, 130)
+	appendRange(t, l, 131, 135)
+	l.Close()
+	names := listDir(t, m, "/wal")
+	if slices.Contains(names, snapshotName(100)) || !slices.Contains(names, snapshotName(130)) {
+		t.Fatalf("files %v", names)
+	}
+	_, got = openCheck(t, m, "/wal", opts)
+	if got != (recovered{snap: 130, last: 135}) {
+		t.Fatalf("recovered %+v", got)
+	}
+}
+
+// TestRecoveryTimeIsBounded: recovery reads the newest snapshot and the
+// segments after it, however long the chain: with a snapshot every 50
+// blocks, the bytes Open reads stay flat as the log grows.
+func TestRecoveryTimeIsBounded(t *testing.T) {
+	m := vfs.NewMem()
+	opts := Options{SegmentSize: 2000, Logf: quiet}
+	l, _ := openCheck(t, m, "/wal", opts)
+	var reads []int64
+	next := uint64(1)
+	for range 10 {
+		appendRange(t, l, next, next+49)
+		snapshot(t, l, next+49)
+		appendRange(t, l, next+50, next+59)
+		next += 60
+		l.Close()
+		var n int64
+		counter := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+			if op.Kind == errorfs.OpRead {
+				n += int64(op.Len)
+			}
+			return errorfs.Fault{}
+		}))
+		var err error
+		if l, err = Open(counter, "/wal", opts); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkRecovered(l); err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, n)
+	}
+	l.Close()
+	t.Logf("bytes read by Open and the replay, by round: %v", reads)
+	for _, n := range reads[2:] {
+		if n > 2*reads[1] {
+			t.Fatalf("recovery reads grow with the log: %v", reads)
+		}
+	}
+}
+
+func TestSyncPolicies(t *testing.T) {
+	t.Run("every block", func(t *testing.T) {
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{})
+		for h := uint64(1); h <= 5; h++ {
+			appendRange(t, l, h, h)
+			if l.DurableHeight() != h {
+				t.Fatalf("durable %d after append %d", l.DurableHeight(), h)
+			}
+			_, got := openCheck(t, m.Crash(vfs.CrashOptions{}), "/wal", Options{})
+			if got.last != h {
+				t.Fatalf("crash after append %d recovered %+v", h, got)
+			}
+		}
+		l.Close()
+	})
+	t.Run("none", func(t *testing.T) {
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{Sync: SyncNone})
+		appendRange(t, l, 1, 5) // the first append synced the new segment's header only
+		if l.DurableHeight() != 0 || l.LastHeight() != 5 {
+			t.Fatalf("durable %d last %d", l.DurableHeight(), l.LastHeight())
+		}
+		if _, got := openCheck(t, m.Crash(vfs.CrashOptions{}), "/wal", Options{}); got.last != 0 {
+			t.Fatalf("crash before any sync recovered %+v", got)
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if l.DurableHeight() != 5 {
+			t.Fatalf("durable %d after Sync", l.DurableHeight())
+		}
+		if _, got := openCheck(t, m.Crash(vfs.CrashOptions{}), "/wal", Options{}); got.last != 5 {
+			t.Fatalf("crash after Sync recovered %+v", got)
+		}
+		l.Close()
+	})
+	t.Run("interval", func(t *testing.T) {
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{Sync: SyncInterval(2 * time.Millisecond)})
+		appendRange(t, l, 1, 50)
+		deadline := time.Now().Add(5 * time.Second)
+		for l.DurableHeight() != 50 {
+			if time.Now().After(deadline) {
+				t.Fatalf("durable height stuck at %d", l.DurableHeight())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if _, got := openCheck(t, m.Crash(vfs.CrashOptions{}), "/wal", Options{}); got.last != 50 {
+			t.Fatalf("crash after the group sync recovered %+v", got)
+		}
+		l.Close()
+	})
+	t.Run("interval failure", func(t *testing.T) {
+		m := vfs.NewMem()
+		var broken atomic.Bool
+		inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+			if op.Kind == errorfs.OpSync && broken.Load() {
+				return errorfs.Fault{Err: errorfs.EIO}
+			}
+			return errorfs.Fault{}
+		})
+		l, _ := openCheck(t, errorfs.Wrap(m, inj), "/wal", Options{Sync: SyncInterval(time.Millisecond)})
+		appendRange(t, l, 1, 3)
+		for l.DurableHeight() != 3 {
+			time.Sleep(time.Millisecond)
+		}
+		// From now on every file sync fails: the background sync fails the
+		// log, and the next Append says so.
+		broken.Store(true)
+		appendRange(t, l, 4, 4)
+		deadline := time.Now().Add(5 * time.Second)
+		for l.Err() == nil && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		err := l.Append(5, bodyFor(5))
+		if !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("append after a failed background sync: %v", err)
+		}
+		if l.DurableHeight() != 3 {
+			t.Fatalf("durable %d", l.DurableHeight())
+		}
+		l.Close()
+		if _, got := openCheck(t, m, "/wal", Options{}); got.last != 4 {
+			t.Fatalf("reopen recovered %+v", got)
+		}
+	})
+}
+
+func TestFailedLogRefusesWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kinds errorfs.Kinds
+		err   error
+		torn  bool
+	}{
+		{"write EIO", errorfs.Of(errorfs.OpWrite), syscall.EIO, false},
+		{"write ENOSPC torn", errorfs.Of(errorfs.OpWrite), syscall.ENOSPC, true},
+		{"sync EIO", errorfs.Of(errorfs.OpSync), syscall.EIO, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			l, _ := openCheck(t, m, "/wal", Options{})
+			appendRange(t, l, 1, 3)
+			l.Close()
+			// Fail the second operation of the kind in the next run.
+			ii := errorfs.OnIndex(1, tc.kinds, errorfs.Fault{Err: tc.err, Torn: tc.torn, Keep: 10})
+			l, _ = openCheck(t, errorfs.Wrap(m, ii), "/wal", Options{})
+			appendRange(t, l, 4, 4)
+			err := l.Append(5, bodyFor(5))
+			var fe *FailedError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrFailed) || !errors.Is(err, tc.err) {
+				t.Fatalf("append 5: %v", err)
+			}
+			if l.LastHeight() != 4 || l.DurableHeight() != 4 {
+				t.Fatalf("last %d durable %d after the failure", l.LastHeight(), l.DurableHeight())
+			}
+			for _, call := range []func() error{
+				func() error { return l.Append(5, bodyFor(5)) },
+				func() error { return l.Append(6, bodyFor(6)) },
+				l.Sync,
+				func() error { return l.WriteSnapshot(4, bytes.NewReader(stateFor(4))) },
+			} {
+				if err := call(); !errors.Is(err, ErrFailed) || !errors.Is(err, tc.err) {
+					t.Fatalf("call after failure: %v", err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatalf("close of a failed log: %v", err)
+			}
+			// Reopened, the log holds 4, or 5 if its bytes made it.
+			l, got := openCheck(t, m, "/wal", Options{})
+			if got.last != 4 && got.last != 5 {
+				t.Fatalf("recovered %+v", got)
+			}
+			appendRange(t, l, got.last+1, got.last+2)
+			l.Close()
+		})
+	}
+}
+
+func segmentFile(t *testing.T, m *vfs.MemFS, dir string, i int) string {
+	segs := segmentsIn(t, m, dir)
+	if i < 0 {
+		i += len(segs)
+	}
+	return filepath.Join(dir, segs[i])
+}
+
+func TestTornTailIsCut(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1500})
+	appendRange(t, l, 1, 30)
+	l.Close()
+	last := segmentFile(t, m, "/wal", -1)
+	data, _ := vfs.ReadFile(m, last)
+	// Record boundaries in the last segment.
+	var bounds []int64
+	var heights []uint64
+	for off := int64(segHeaderSize); off < int64(len(data)); {
+		r, _ := decodeRecord(data[off:], 1<<30)
+		bounds = append(bounds, off)
+		heights = append(heights, r.height)
+		off += int64(r.size)
+	}
+	if len(bounds) < 2 {
+		t.Fatalf("last segment holds %d records", len(bounds))
+	}
+	for cut := int64(0); cut < int64(len(data)); cut++ {
+		c := m.Clone()
+		if err := c.Truncate(last, cut); err != nil {
+			t.Fatal(err)
+		}
+		var logged []string
+		l, got := openCheck(t, c, "/wal", Options{Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+		// The state is that of the last whole record before the cut.
+		want := heights[0] - 1
+		wantOff := int64(segHeaderSize)
+		for i := range bounds {
+			end := int64(len(data))
+			if i+1 < len(bounds) {
+				end = bounds[i+1]
+			}
+			if end <= cut {
+				want, wantOff = heights[i], end
+			}
+		}
+		if got.last != want {
+			t.Fatalf("cut at %d: recovered %+v, want last %d", cut, got, want)
+		}
+		rc := l.Recovery().Cut
+		switch {
+		case cut < segHeaderSize:
+			if rc == nil || !rc.Removed || rc.Bytes != cut {
+				t.Fatalf("cut at %d (in the header): Cut %+v", cut, rc)
+			}
+		case cut == wantOff:
+			if rc != nil {
+				t.Fatalf("cut at a record boundary %d: Cut %+v", cut, rc)
+			}
+		default:
+			if rc == nil || rc.Segment != filepath.Base(last) || rc.Offset != wantOff || rc.Bytes != cut-wantOff {
+				t.Fatalf("cut at %d: Cut %+v, want offset %d", cut, rc, wantOff)
+			}
+			if len(logged) != 1 || !strings.Contains(logged[0], "torn tail") || !strings.Contains(logged[0], filepath.Base(last)) {
+				t.Fatalf("logged %q", logged)
+			}
+		}
+		// The log goes on from there, and a reopen agrees.
+		appendRange(t, l, want+1, want+2)
+		l.Close()
+		if _, got := openCheck(t, c, "/wal", Options{}); got.last != want+2 {
+			t.Fatalf("cut at %d, after appending: %+v", cut, got)
+		}
+	}
+}
+
+// TestBitFlips flips every bit of every segment (in a short run, every
+// bit of a few bytes of each record): a flip in anything but the last
+// record of the last segment makes Open fail with a *CorruptError naming
+// the segment and the offset of the damaged record (0 for a header); a
+// flip in the last record cuts it as a torn tail. Repair then truncates
+// at the damage and the log opens to the records before it.
+func TestBitFlips(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 500})
+	appendRange(t, l, 1, 14)
+	l.Close()
+	segs := segmentsIn(t, m, "/wal")
+	if len(segs) < 3 {
+		t.Fatalf("segments %v", segs)
+	}
+	type rec struct {
+		off, end int64
+		height   uint64
+	}
+	layout := map[string][]rec{}
+	for _, s := range segs {
+		data, _ := vfs.ReadFile(m, "/wal/"+s)
+		for off := int64(segHeaderSize); off < int64(len(data)); {
+			r, _ := decodeRecord(data[off:], 1<<30)
+			layout[s] = append(layout[s], rec{off, off + int64(r.size), r.height})
+			off += int64(r.size)
+		}
+	}
+	checked := 0
+	for si, s := range segs {
+		path := "/wal/" + s
+		size, _ := m.Stat(path)
+		for off := int64(0); off < size; off++ {
+			// The record holding off, or the header.
+			var holder *rec
+			for i := range layout[s] {
+				if r := &layout[s][i]; r.off <= off && off < r.end {
+					holder = r
+				}
+			}
+			if testing.Short() && holder != nil && off-holder.off > 24 && holder.end-off > 4 {
+				continue // the body's middle: a sample is enough in -short
+			}
+			for bit := uint(0); bit < 8; bit++ {
+				c := m.Clone()
+				flipBit(t, c, path, off, bit)
+				checked++
+				lastRecord := si == len(segs)-1 && holder != nil && holder.end == size
+				l, err := Open(c, "/wal", Options{Logf: quiet})
+				if lastRecord {
+					if err != nil {
+						t.Fatalf("flip in the last record (%s@%d): %v", s, off, err)
+					}
+					got, err := checkRecovered(l)
+					if err != nil || got.last != holder.height-1 || l.Recovery().Cut == nil {
+						t.Fatalf("flip in the last record (%s@%d): %+v %v", s, off, got, err)
+					}
+					l.Close()
+					continue
+				}
+				ce := asCorrupt(err)
+				wantOff := int64(0)
+				if holder != nil {
+					wantOff = holder.off
+				}
+				if ce == nil || !errors.Is(err, ErrCorrupt) || ce.Segment != s || ce.Offset != wantOff {
+					t.Fatalf("flip %s@%d bit %d: err %v, want a CorruptError at %s@%d", s, off, bit, err, s, wantOff)
+				}
+				// Repair truncates there (removing what follows) and the
+				// log opens to the blocks before the damage.
+				acts, err := Repair(c, "/wal", Options{Logf: quiet})
+				if err != nil || len(acts) == 0 || acts[0].File != s || acts[0].Offset != wantOff {
+					t.Fatalf("repair of %s@%d: %v %v", s, off, acts, err)
+				}
+				l, got := openCheck(t, c, "/wal", Options{})
+				want := uint64(0)
+				if holder != nil {
+					want = holder.height - 1
+				} else if si > 0 {
+					want = layout[segs[si-1]][len(layout[segs[si-1]])-1].height
+				}
+				if got.last != want {
+					t.Fatalf("after repair of %s@%d: %+v, want last %d", s, off, got, want)
+				}
+				l.Close()
+			}
+		}
+	}
+	t.Logf("%d bit flips checked", checked)
+}
+
+func TestRepairOption(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1000})
+	appendRange(t, l, 1, 20)
+	l.Close()
+	flipBit(t, m, segmentFile(t, m, "/wal", 1), segHeaderSize+30, 3)
+	if _, err := Open(m, "/wal", Options{Logf: quiet}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open: %v", err)
+	}
+	var logged []string
+	l, got := openCheck(t, m, "/wal", Options{Repair: true, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	if got.last == 0 || got.last >= 20 || len(logged) == 0 || !strings.Contains(logged[0], "repair: truncated") {
+		t.Fatalf("recovered %+v, logged %q", got, logged)
+	}
+	appendRange(t, l, got.last+1, got.last+5)
+	l.Close()
+}
+
+func TestHeightGapIsCorruption(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 900})
+	appendRange(t, l, 1, 20)
+	l.Close()
+	segs := segmentsIn(t, m, "/wal")
+	m.Remove("/wal/" + segs[1]) // a whole segment missing
+	_, err := Open(m, "/wal", Options{Logf: quiet})
+	ce := asCorrupt(err)
+	if ce == nil || ce.Segment != segs[2] || ce.Offset != 0 || !strings.Contains(ce.Reason, "gap") {
+		t.Fatalf("missing segment: %v", err)
+	}
+}
+
+func TestSnapshotDamage(t *testing.T) {
+	build := func(retain int) *vfs.MemFS {
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1000, RetainSnapshots: retain})
+		appendRange(t, l, 1, 30)
+		snapshot(t, l, 20)
+		appendRange(t, l, 31, 40)
+		snapshot(t, l, 35)
+		appendRange(t, l, 41, 45)
+		l.Close()
+		return m
+	}
+	newest := "/wal/" + snapshotName(35)
+	t.Run("fallback when the log covers it", func(t *testing.T) {
+		m := build(2)
+		size, _ := m.Stat(newest)
+		for _, off := range []int64{0, 9, 20, 30, 40, size / 2, size - 20, size - 1} {
+			c := m.Clone()
+			flipBit(t, c, newest, off, 1)
+			l, got := openCheck(t, c, "/wal", Options{})
+			if got != (recovered{snap: 20, last: 45}) || len(l.Recovery().SkippedSnapshots) != 1 {
+				t.Fatalf("flip at %d: %+v %+v", off, got, l.Recovery())
+			}
+			// The next snapshot removes the damaged one.
+			snapshot(t, l, 45)
+			l.Close()
+			if slices.Contains(listDir(t, c, "/wal"), snapshotName(35)) {
+				t.Fatal("damaged snapshot kept")
+			}
+			if _, got := openCheck(t, c, "/wal", Options{}); got != (recovered{snap: 45, last: 45}) {
+				t.Fatalf("after a new snapshot: %+v", got)
+			}
+		}
+		// Truncated (not renamed whole): same.
+		c := m.Clone()
+		c.Truncate(newest, size-1)
+		if _, got := openCheck(t, c, "/wal", Options{}); got.snap != 20 {
+			t.Fatalf("truncated snapshot: %+v", got)
+		}
+	})
+	t.Run("named error when it does not", func(t *testing.T) {
+		m := build(1)
+		flipBit(t, m, newest, 40, 0)
+		_, err := Open(m, "/wal", Options{Logf: quiet})
+		ce := asCorrupt(err)
+		if ce == nil || ce.Segment != snapshotName(35) || ce.Offset != snapHeaderSize {
+			t.Fatalf("open: %v", err)
+		}
+		// Repair sets the snapshot aside; the segments left do not reach
+		// back to the log's start (the snapshot's cleanup removed it), so
+		// they go too, and the log opens empty: there is no older state.
+		acts, err := Repair(m, "/wal", Options{Logf: quiet})
+		if err != nil || !slices.ContainsFunc(acts, func(a RepairAction) bool { return a.Action == "set aside" && a.File == snapshotName(35) }) {
+			t.Fatalf("repair: %v %v", acts, err)
+		}
+		l, _ := openCheck(t, m, "/wal", Options{})
+		l.Close()
+	})
+}
+
+func TestLeftoverTempSnapshotIsRemoved(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 3)
+	l.Close()
+	overwrite(t, m, "/wal/"+tempName(3), []byte("partial"))
+	l, got := openCheck(t, m, "/wal", Options{})
+	if got.last != 3 || len(l.Recovery().RemovedTemp) != 1 {
+		t.Fatalf("%+v %+v", got, l.Recovery())
+	}
+	l.Close()
+	if slices.Contains(listDir(t, m, "/wal"), tempName(3)) {
+		t.Fatal("temp file left")
+	}
+}
+
+func TestSnapshotSourceErrorKeepsLog(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 3)
+	boom := errors.New("boom")
+	err := l.WriteSnapshot(3, io.MultiReader(bytes.NewReader(make([]byte, 100)), iotestErrReader{boom}))
+	if !errors.Is(err, boom) || errors.Is(err, ErrFailed) {
+		t.Fatalf("snapshot: %v", err)
+	}
+	appendRange(t, l, 4, 4)
+	snapshot(t, l, 4)
+	l.Close()
+	if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{snap: 4, last: 4}) {
+		t.Fatalf("%+v", got)
+	}
+}
+
+type iotestErrReader struct{ err error }
+
+func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
+
+func TestNoGenesisNoSnapshot(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 900, RetainSnapshots: 1})
+	appendRange(t, l, 1, 30)
+	snapshot(t, l, 25)
+	l.Close()
+	m.Remove("/wal/" + snapshotName(25))
+	_, err := Open(m, "/wal", Options{Logf: quiet})
+	if ce := asCorrupt(err); ce == nil || !strings.Contains(ce.Reason, "does not start the log") {
+		t.Fatalf("open: %v", err)
+	}
+}
+
+func TestOpenOnOS(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l, _ := openCheck(t, vfs.OS, dir, Options{SegmentSize: 4000})
+	appendRange(t, l, 1, 50)
+	snapshot(t, l, 40)
+	appendRange(t, l, 51, 60)
+	l.Close()
+	l, got := openCheck(t, vfs.OS, dir, Options{})
+	if got != (recovered{snap: 40, last: 60}) {
+		t.Fatalf("%+v", got)
+	}
+	l.Close()
+}
