@@ -33,7 +33,7 @@
 // # Cost
 //
 // Set and Delete hash nothing: they update the shape and mark the path to
-// the changed leaf dirty. Root rehashes each dirty node once, so k changes
+// the changed leaf stale. Root rehashes each stale node once, so k changes
 // followed by one Root cost one Keccak-256 per distinct node on the union
 // of the k paths (about k·log2(N/k) + k), never proportional to N; Hashes
 // counts the calls. Lookups, Set and Delete walk one path: O(depth), about
@@ -51,12 +51,14 @@
 // # Memory
 //
 // Nodes live in two slabs of fixed-size structs addressed by uint32 index,
-// with free lists: a leaf is 97 bytes (key, value hash, cached hash, a
-// dirty flag), an internal node 44 (cached hash, two child indices, the
-// bit, a dirty flag); a tree of N keys has N leaves and N-1 internal nodes,
-// about 142 heap bytes per key at a million keys. In steady state Set,
-// Delete, Get, Root, ProveInto (with a reused Proof) and Verify allocate
-// nothing. A tree holds at most 2^31-1 keys.
+// with free lists: a leaf is 64 bytes (key and value hash), an internal
+// node 76 (two child indices, the bit, two stale flags, and its two
+// children's hashes). A node's hash is cached in its parent, so rehashing
+// a node whose child did not change reads nothing but the node, and a
+// proof step is read off the path itself. A tree of N keys has N leaves
+// and N-1 internal nodes: about 140 heap bytes per key. In steady state
+// Set, Delete, Get, Root, ProveInto (with a reused Proof) and Verify
+// allocate nothing. A tree holds at most 2^31-1 keys.
 //
 // # Snapshots and rollback
 //

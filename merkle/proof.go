@@ -84,7 +84,7 @@ func (t *Tree) ProveInto(key [32]byte, p *Proof) {
 	for r&leafBit == 0 {
 		n := t.inner(r)
 		b := bitAt(&key, n.bit)
-		p.Path = append(p.Path, Step{Bit: n.bit, Sibling: *t.nodeHash(n.child[1-b])})
+		p.Path = append(p.Path, Step{Bit: n.bit, Sibling: n.hash[1-b]})
 		r = n.child[b]
 	}
 	l := t.leaf(r)
@@ -93,13 +93,6 @@ func (t *Tree) ProveInto(key [32]byte, p *Proof) {
 		return
 	}
 	p.Kind, p.LeafKey, p.LeafValue = Absent, l.key, l.value
-}
-
-func (t *Tree) nodeHash(r ref) *[32]byte {
-	if r&leafBit != 0 {
-		return &t.leaf(r).hash
-	}
-	return &t.inner(r).hash
 }
 
 // Verify checks proof p against root: with value non-nil, that key is in

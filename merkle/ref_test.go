@@ -107,58 +107,65 @@ func randKey(rng *rand.Rand) (k [32]byte) {
 // check verifies the tree's structural invariants: branch bits strictly
 // increase downwards; every key under a node agrees with the others before
 // the node's bit and has the bit of its side at it (so the shape is the
-// canonical one); no clean node has a dirty descendant; the counts and the
-// free lists add up.
+// canonical one); every hash slot not marked stale holds the subtree's true
+// hash (recomputed here with the reference's hashing), and no slot below a
+// clean one is stale; the counts and the free lists add up.
 func (t *Tree) check() error {
-	if t.root == 0 {
-		if t.n != 0 {
-			return fmt.Errorf("empty root, Len %d", t.n)
-		}
+	if t.root == 0 && (t.n != 0 || t.rootStale || t.rootHash != [32]byte{}) {
+		return fmt.Errorf("empty root, Len %d, stale %v, hash %x", t.n, t.rootStale, t.rootHash[:4])
 	}
 	leaves, inners := 0, 0
-	var walk func(r ref, minBit int, parentClean bool) ([32]byte, error)
-	walk = func(r ref, minBit int, parentClean bool) ([32]byte, error) {
+	// walk checks the subtree r held in a slot with the given hash and
+	// staleness, and returns its leftmost key and its true hash.
+	var walk func(r ref, minBit int, slot [32]byte, stale, underClean bool) ([32]byte, [32]byte, error)
+	walk = func(r ref, minBit int, slot [32]byte, stale, underClean bool) (leftmost, fresh [32]byte, err error) {
+		if stale && underClean {
+			return leftmost, fresh, fmt.Errorf("a stale slot under a clean one")
+		}
 		if r&leafBit != 0 {
 			leaves++
 			l := t.leaf(r)
-			if parentClean && l.dirty {
-				return l.key, fmt.Errorf("dirty leaf %x under a clean node", l.key[:4])
+			leftmost, fresh = l.key, refKeccak([]byte{0}, l.key[:], l.value[:])
+		} else {
+			inners++
+			n := t.inner(r)
+			if int(n.bit) < minBit {
+				return leftmost, fresh, fmt.Errorf("node branches on bit %d under a node on bit %d", n.bit, minBit-1)
 			}
-			return l.key, nil
-		}
-		inners++
-		n := t.inner(r)
-		if int(n.bit) < minBit {
-			return [32]byte{}, fmt.Errorf("node branches on bit %d under a node on bit %d", n.bit, minBit-1)
-		}
-		if parentClean && n.dirty {
-			return [32]byte{}, fmt.Errorf("dirty node under a clean node")
-		}
-		var keys [2][32]byte
-		for side := range 2 {
-			k, err := walk(n.child[side], int(n.bit)+1, !n.dirty)
-			if err != nil {
-				return k, err
+			if n.stale > 3 {
+				return leftmost, fresh, fmt.Errorf("stale bits %b", n.stale)
 			}
-			if refBit(k, int(n.bit)) != side {
-				return k, fmt.Errorf("key %x on side %d of bit %d", k[:4], side, n.bit)
+			var keys, hashes [2][32]byte
+			for side := range 2 {
+				k, h, err := walk(n.child[side], int(n.bit)+1, n.hash[side], n.stale>>side&1 != 0, !stale)
+				if err != nil {
+					return k, h, err
+				}
+				if refBit(k, int(n.bit)) != side {
+					return k, h, fmt.Errorf("key %x on side %d of bit %d", k[:4], side, n.bit)
+				}
+				keys[side], hashes[side] = k, h
 			}
-			keys[side] = k
-		}
-		for b := 0; b < int(n.bit); b++ {
-			if refBit(keys[0], b) != refBit(keys[1], b) {
-				return keys[0], fmt.Errorf("node on bit %d: its sides differ at bit %d", n.bit, b)
+			// walk returns a subtree's leftmost key. Inductively, all
+			// keys under a child agree before the child's (later) bit,
+			// so comparing the two sides' leftmost keys before the
+			// node's bit, with the side checks, makes that bit the first
+			// at which the node's keys differ: the canonical shape.
+			for b := 0; b < int(n.bit); b++ {
+				if refBit(keys[0], b) != refBit(keys[1], b) {
+					return leftmost, fresh, fmt.Errorf("node on bit %d: its sides differ at bit %d", n.bit, b)
+				}
 			}
+			leftmost = keys[0]
+			fresh = refKeccak([]byte{0x01, n.bit}, hashes[0][:], hashes[1][:])
 		}
-		return keys[0], nil
+		if !stale && slot != fresh {
+			return leftmost, fresh, fmt.Errorf("a clean slot holds %x, the subtree's hash is %x", slot[:4], fresh[:4])
+		}
+		return leftmost, fresh, nil
 	}
 	if t.root != 0 {
-		// walk returns a subtree's leftmost key. Inductively, all keys
-		// under a child agree before the child's (later) bit, so
-		// comparing the two sides' leftmost keys before the node's bit,
-		// with the side checks, makes that bit the first at which the
-		// node's keys differ: the canonical shape.
-		if _, err := walk(t.root, 0, false); err != nil {
+		if _, _, err := walk(t.root, 0, t.rootHash, t.rootStale, false); err != nil {
 			return err
 		}
 	}

@@ -214,7 +214,7 @@ func TestHistoryIndependence(t *testing.T) {
 
 // bound is the number of distinct nodes of the tree that must be rehashed
 // after the keys in changed were set (to a new value) or deleted, counted
-// from the tree's current shape, independently of its dirty flags: every
+// from the tree's current shape, independently of its stale flags: every
 // node on the search path of a changed key whose subtree contains (or
 // contained) the key, that is, which branches before the first bit where
 // the key differs from the leaf the search ends at, plus that leaf if it
@@ -294,6 +294,9 @@ func TestHashesMatchBound(t *testing.T) {
 				}
 				changed = append(changed, k)
 			}
+			if err := tr.check(); err != nil {
+				t.Fatalf("%d %s: %v", batch, mix, err)
+			}
 			want := tr.bound(changed)
 			h := tr.Hashes()
 			tr.Root()
@@ -323,7 +326,7 @@ func TestClone(t *testing.T) {
 		tr.Set(randKey(rng), randKey(rng))
 	}
 	k := randKey(rng)
-	tr.Set(k, keyOf(1)) // dirty when cloned
+	tr.Set(k, keyOf(1)) // stale when cloned
 	c := tr.Clone()
 	r := tr.Root()
 	if c.Root() != r || c.Len() != tr.Len() {
