@@ -3,7 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
+	"math"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/fairness"
@@ -461,18 +461,29 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	// Sort (step 7): effective priority descending, then timer id.
 	keys := s.keys[:0]
+	minGas := uint64(math.MaxUint64)
 	for k := range cands {
 		c := &cands[k]
 		keys = append(keys, sortKey{eff: c.eff, id0: binary.BigEndian.Uint64(e.recs.At(c.rec).id[:8]), k: uint32(k)})
+		minGas = min(minGas, c.gas)
 	}
-	sortKeys(keys, s.tie)
-	// Select greedily within the lane, each payer covering the max_cost of
-	// its selected timers of higher priority too: every fee decision is
-	// made before any handler runs.
+	// Select greedily within the lane, walking the candidates in that
+	// order, each payer covering the max_cost of its selected timers of
+	// higher priority too: every fee decision is made before any handler
+	// runs. The walk takes candidates off a heap, so that once no
+	// candidate can fit any more, the rest need no ordering: with no
+	// further reservation, their funds check does not depend on it. A
+	// backlog far larger than the lane then costs O(n), not O(n log n).
 	clear(s.reserved)
 	var budget uint64
 	sel := s.sel[:0]
-	for _, key := range keys {
+	n := len(keys)
+	heapKeys(keys, s.tie)
+	for n > 0 && p.LaneTimerCycles-budget >= minGas {
+		key := keys[0]
+		n--
+		keys[0] = keys[n]
+		siftKeys(keys[:n], 0, s.tie)
 		c := &cands[key.k]
 		avail := e.available(c)
 		if !c.covered || avail.Cmp(c.maxCost) < 0 {
@@ -486,6 +497,14 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		budget += c.gas
 		e.reserve(c, avail)
 		sel = append(sel, key.k)
+	}
+	for _, key := range keys[:n] { // none of these can fit
+		c := &cands[key.k]
+		if !c.covered || e.available(c).Cmp(c.maxCost) < 0 {
+			gcs, why = append(gcs, c.rec), append(why, InsufficientFunds)
+			continue
+		}
+		e.setReason(c.rec, LaneFull)
 	}
 	s.keys = keys[:0]
 
@@ -739,88 +758,30 @@ func (a *sortKey) before(b *sortKey, tie func(a, b uint32) bool) bool {
 	return tie(a.k, b.k)
 }
 
-// sortKeys sorts by before: an introsort specialised to sortKey, since the
-// generic sort's comparator call costs more than the comparison itself and
-// a lane block sorts every due timer.
-func sortKeys(x []sortKey, tie func(a, b uint32) bool) {
-	depth := 2 * bits.Len(uint(len(x)))
-	quickSortKeys(x, depth, tie)
+// heapKeys arranges x as a heap whose top comes first by before; with
+// siftKeys it pops the candidates in priority order. Specialised to
+// sortKey: the generic heap's comparator call costs more than the
+// comparison itself.
+func heapKeys(x []sortKey, tie func(a, b uint32) bool) {
+	for i := len(x)/2 - 1; i >= 0; i-- {
+		siftKeys(x, i, tie)
+	}
 }
 
-func quickSortKeys(x []sortKey, depth int, tie func(a, b uint32) bool) {
-	for len(x) > 16 {
-		if depth == 0 {
-			heapSortKeys(x, tie)
+// siftKeys moves x[i] down to its place in the heap x.
+func siftKeys(x []sortKey, i int, tie func(a, b uint32) bool) {
+	for {
+		c := 2*i + 1
+		if c >= len(x) {
 			return
 		}
-		depth--
-		// Median of three to x[0], then Hoare partition around it.
-		m := len(x) / 2
-		if x[m].before(&x[0], tie) {
-			x[m], x[0] = x[0], x[m]
+		if c+1 < len(x) && x[c+1].before(&x[c], tie) {
+			c++
 		}
-		if x[len(x)-1].before(&x[0], tie) {
-			x[len(x)-1], x[0] = x[0], x[len(x)-1]
+		if !x[c].before(&x[i], tie) {
+			return
 		}
-		if x[len(x)-1].before(&x[m], tie) {
-			x[len(x)-1], x[m] = x[m], x[len(x)-1]
-		}
-		x[0], x[m] = x[m], x[0]
-		p := x[0]
-		i, j := 1, len(x)-1
-		for {
-			for i <= j && x[i].before(&p, tie) {
-				i++
-			}
-			for i <= j && p.before(&x[j], tie) {
-				j--
-			}
-			if i >= j {
-				break
-			}
-			x[i], x[j] = x[j], x[i]
-			i++
-			j--
-		}
-		x[0], x[j] = x[j], x[0]
-		// Recurse into the smaller side, loop on the larger.
-		if j < len(x)-j {
-			quickSortKeys(x[:j], depth, tie)
-			x = x[j+1:]
-		} else {
-			quickSortKeys(x[j+1:], depth, tie)
-			x = x[:j]
-		}
-	}
-	for i := 1; i < len(x); i++ {
-		for j := i; j > 0 && x[j].before(&x[j-1], tie); j-- {
-			x[j], x[j-1] = x[j-1], x[j]
-		}
-	}
-}
-
-func heapSortKeys(x []sortKey, tie func(a, b uint32) bool) {
-	down := func(root, n int) {
-		for {
-			c := 2*root + 1
-			if c >= n {
-				return
-			}
-			if c+1 < n && x[c].before(&x[c+1], tie) {
-				c++
-			}
-			if !x[root].before(&x[c], tie) {
-				return
-			}
-			x[root], x[c] = x[c], x[root]
-			root = c
-		}
-	}
-	for i := len(x)/2 - 1; i >= 0; i-- {
-		down(i, len(x))
-	}
-	for i := len(x) - 1; i > 0; i-- {
-		x[0], x[i] = x[i], x[0]
-		down(0, i)
+		x[i], x[c] = x[c], x[i]
+		i = c
 	}
 }
