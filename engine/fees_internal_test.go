@@ -130,8 +130,9 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
-// TestHeapKeys checks that popping the specialised heap yields the order
-// of the standard sort, with many ties at every level of the key.
+// TestHeapKeys checks that the specialised sort, and popping the
+// specialised heap, yield the order of the standard sort, with many ties
+// at every level of the key.
 func TestHeapKeys(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 100, 1000, 5000} {
 		for seed := uint64(0); seed < 5; seed++ {
@@ -153,6 +154,9 @@ func TestHeapKeys(t *testing.T) {
 				}
 				return 0
 			})
+			sorted := slices.Clone(x)
+			sortKeys(sorted, tie)
+			require.Equal(t, want, sorted, "sort: n=%d seed=%d", n, seed)
 			heapKeys(x, tie)
 			got := make([]sortKey, 0, n)
 			for m := len(x); m > 0; {
@@ -163,6 +167,17 @@ func TestHeapKeys(t *testing.T) {
 			}
 			require.Equal(t, want, got, "n=%d seed=%d", n, seed)
 		}
+	}
+	// The sort's fallback for adversarial inputs, directly.
+	r := newRand(9)
+	x := make([]sortKey, 300)
+	for i := range x {
+		x[i] = sortKey{eff: wide{lo: r() % 50}, id0: r() % 7, k: uint32(i)}
+	}
+	tie := func(a, b uint32) bool { return a < b }
+	heapSortKeys(x, tie)
+	for i := 1; i < len(x); i++ {
+		require.False(t, x[i].before(&x[i-1], tie))
 	}
 }
 

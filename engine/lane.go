@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/fairness"
@@ -470,20 +471,30 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	// Select greedily within the lane, walking the candidates in that
 	// order, each payer covering the max_cost of its selected timers of
 	// higher priority too: every fee decision is made before any handler
-	// runs. The walk takes candidates off a heap, so that once no
-	// candidate can fit any more, the rest need no ordering: with no
-	// further reservation, their funds check does not depend on it. A
-	// backlog far larger than the lane then costs O(n), not O(n log n).
+	// runs. Once no candidate can fit any more, the rest need no ordering:
+	// with no further reservation their funds check does not depend on
+	// it. So when the lane can hold only a small part of the candidates,
+	// the walk takes them off a heap, and a backlog far larger than the
+	// lane costs O(n) per block; otherwise a sort is faster.
 	clear(s.reserved)
 	var budget uint64
 	sel := s.sel[:0]
-	n := len(keys)
-	heapKeys(keys, s.tie)
-	for n > 0 && p.LaneTimerCycles-budget >= minGas {
-		key := keys[0]
-		n--
-		keys[0] = keys[n]
-		siftKeys(keys[:n], 0, s.tie)
+	useHeap := p.LaneTimerCycles/minGas < uint64(len(keys)/4)
+	if useHeap {
+		heapKeys(keys, s.tie)
+	} else {
+		sortKeys(keys, s.tie)
+	}
+	n, next := len(keys), 0 // the walk's unvisited keys: keys[next:n]
+	for next < n && p.LaneTimerCycles-budget >= minGas {
+		key := keys[next]
+		if useHeap {
+			n--
+			keys[0] = keys[n]
+			siftKeys(keys[:n], 0, s.tie)
+		} else {
+			next++
+		}
 		c := &cands[key.k]
 		avail := e.available(c)
 		if !c.covered || avail.Cmp(c.maxCost) < 0 {
@@ -498,7 +509,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		e.reserve(c, avail)
 		sel = append(sel, key.k)
 	}
-	for _, key := range keys[:n] { // none of these can fit
+	for _, key := range keys[next:n] { // none of these can fit
 		c := &cands[key.k]
 		if !c.covered || e.available(c).Cmp(c.maxCost) < 0 {
 			gcs, why = append(gcs, c.rec), append(why, InsufficientFunds)
@@ -783,5 +794,90 @@ func siftKeys(x []sortKey, i int, tie func(a, b uint32) bool) {
 		}
 		x[i], x[c] = x[c], x[i]
 		i = c
+	}
+}
+
+// sortKeys sorts by before: an introsort specialised to sortKey, since the
+// generic sort's comparator call costs more than the comparison itself and
+// a lane block sorts every due timer.
+func sortKeys(x []sortKey, tie func(a, b uint32) bool) {
+	depth := 2 * bits.Len(uint(len(x)))
+	quickSortKeys(x, depth, tie)
+}
+
+func quickSortKeys(x []sortKey, depth int, tie func(a, b uint32) bool) {
+	for len(x) > 16 {
+		if depth == 0 {
+			heapSortKeys(x, tie)
+			return
+		}
+		depth--
+		// Median of three to x[0], then Hoare partition around it.
+		m := len(x) / 2
+		if x[m].before(&x[0], tie) {
+			x[m], x[0] = x[0], x[m]
+		}
+		if x[len(x)-1].before(&x[0], tie) {
+			x[len(x)-1], x[0] = x[0], x[len(x)-1]
+		}
+		if x[len(x)-1].before(&x[m], tie) {
+			x[len(x)-1], x[m] = x[m], x[len(x)-1]
+		}
+		x[0], x[m] = x[m], x[0]
+		p := x[0]
+		i, j := 1, len(x)-1
+		for {
+			for i <= j && x[i].before(&p, tie) {
+				i++
+			}
+			for i <= j && p.before(&x[j], tie) {
+				j--
+			}
+			if i >= j {
+				break
+			}
+			x[i], x[j] = x[j], x[i]
+			i++
+			j--
+		}
+		x[0], x[j] = x[j], x[0]
+		// Recurse into the smaller side, loop on the larger.
+		if j < len(x)-j {
+			quickSortKeys(x[:j], depth, tie)
+			x = x[j+1:]
+		} else {
+			quickSortKeys(x[j+1:], depth, tie)
+			x = x[:j]
+		}
+	}
+	for i := 1; i < len(x); i++ {
+		for j := i; j > 0 && x[j].before(&x[j-1], tie); j-- {
+			x[j], x[j-1] = x[j-1], x[j]
+		}
+	}
+}
+func heapSortKeys(x []sortKey, tie func(a, b uint32) bool) {
+	down := func(root, n int) {
+		for {
+			c := 2*root + 1
+			if c >= n {
+				return
+			}
+			if c+1 < n && x[c].before(&x[c+1], tie) {
+				c++
+			}
+			if !x[root].before(&x[c], tie) {
+				return
+			}
+			x[root], x[c] = x[c], x[root]
+			root = c
+		}
+	}
+	for i := len(x)/2 - 1; i >= 0; i-- {
+		down(i, len(x))
+	}
+	for i := len(x) - 1; i > 0; i-- {
+		x[0], x[i] = x[i], x[0]
+		down(0, i)
 	}
 }
