@@ -31,6 +31,11 @@ type Config struct {
 	InitialBasefee   Amount     // lane basefee of the first lane block
 	Lane             LaneParams // governance-tunable (SYS_UPDATE_TIMER_CONFIG)
 	SystemDeployers  []Address  // senders allowed to issue system instructions (CIP-1 §12)
+
+	// StateRoot keeps the Merkle state root (docs/STATE_ROOT.md) up to date:
+	// Root and Prove need it. It costs a Keccak-256 and a tree path per
+	// timer a block changes, paid at Root (Commit does not compute it).
+	StateRoot bool
 }
 
 // Policy names an end-of-block policy.

@@ -65,6 +65,7 @@ type Engine struct {
 	lastFire FireResult
 	obs      Observer
 	lane     laneState
+	root     *stateRoot // nil unless Config.StateRoot
 
 	keccak  hash.Hash
 	pre     [36]byte // actor || height (id preimage head)
@@ -100,6 +101,11 @@ func New(cfg Config) (*Engine, error) {
 		e.policy = lane{}
 	}
 	e.lane.init(cfg)
+	if cfg.StateRoot {
+		e.root = newStateRoot()
+	}
+	e.lane.onExpired = e.fairExpired
+	e.lane.onPruned = func(a uint32) { e.actors.unref(a) }
 	e.lane.byID = func(a, b uint32) int { return bytes.Compare(e.recs.At(a).id[:], e.recs.At(b).id[:]) }
 	e.lane.tie = func(a, b uint32) bool {
 		c := e.lane.cands
@@ -202,6 +208,11 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	order := e.due[:0]
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
 		order = append(order, uint32(t.Val))
+	}
+	if e.root != nil {
+		for _, i := range order {
+			e.touch(&e.recs.At(i).id)
+		}
 	}
 	e.take(order)
 	for _, i := range order {
@@ -306,6 +317,8 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 			if first := max(from, e.cfg.ActivationHeight); first <= to {
 				e.lane.started = true
 				e.lane.emptyLaneBlocks(to - first + 1)
+				// The window expires as the skipped blocks' ends would have.
+				e.expireWindow(to)
 			}
 		}
 	}
@@ -330,6 +343,7 @@ func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt ro
 	e.actors.recs[r.actor].pending++
 	e.ids.putAt(at, id, i)
 	e.pending++
+	e.touch(id)
 	e.undo = append(e.undo, undo{rec: i, kind: undoSchedule})
 }
 

@@ -120,7 +120,9 @@ type laneState struct {
 	firing    []uint32           // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
-	byID      func(a, b uint32) int  // compares the ids of records a and b
+	onExpired func(height uint64, actor uint32, n uint64)
+	onPruned  func(actor uint32)
+	byID      func(a, b uint32) int // compares the ids of records a and b
 	figures   LaneFigures
 	ctx       BidContext
 }
@@ -403,10 +405,18 @@ func (e *Engine) collect(i uint32, why GCReason) {
 	e.ids.del(&r.id)
 	e.actors.recs[r.actor].pending--
 	e.pending--
+	e.touch(&r.id)
 	if o, ok := e.obs.(LaneObserver); ok {
 		o.Collected(r.id, why)
 	}
 	e.release(i)
+}
+
+// expireWindow drops the fairness window's fires older than the window at
+// block h, with their state-root leaves, and releases the actors that
+// leave it.
+func (e *Engine) expireWindow(h uint64) {
+	e.lane.window.ExpireEach(h, e.lane.onExpired, e.lane.onPruned)
 }
 
 // lane is CIP-1 v3's end of block (§3 steps 4-10), from ActivationHeight;
@@ -423,7 +433,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
 		e.addDeferred(uint32(t.Val))
 	}
-	s.window.Expire(h, func(a uint32) { e.actors.unref(a) })
+	e.expireWindow(h)
 
 	// Classify every due timer (step 4) and price the candidates (steps 5-6).
 	fireCap := p.MaxCyclesPerFireAuction
@@ -550,6 +560,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		c := &cands[k]
 		r := e.recs.At(c.rec)
 		e.dropDeferred(c.rec)
+		e.touch(&r.id)
 		e.ids.del(&r.id)
 		e.actors.recs[r.actor].pending--
 		e.pending--
@@ -646,6 +657,7 @@ func (e *Engine) recordFires(h uint64) {
 			e.actors.unref(a)
 		}
 		s.window.Add(h, a, uint64(s.fireCount[a]))
+		e.fairAdded(h, a, uint64(s.fireCount[a]))
 		s.fireCount[a] = 0
 	}
 	s.firing = s.firing[:0]

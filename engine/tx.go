@@ -218,6 +218,7 @@ func (e *Engine) extend(i uint32, expiresAt uint64) (undo, error) {
 	u.oldSet, u.oldExpiry = f.Set, f.ExpiresAt
 	f.Set |= HasExpiresAt
 	f.ExpiresAt = expiresAt
+	e.touch(&r.id)
 	return u, nil
 }
 
@@ -254,6 +255,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	a.pending--
 	e.pending--
 	e.undo = append(e.undo, undo{rec: i, kind: undoCancel})
+	e.touch(&id)
 	return Cost{Cycles: e.cfg.CancelCycles}, nil
 }
 

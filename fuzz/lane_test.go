@@ -158,6 +158,7 @@ func runLane(t *testing.T, data []byte, layout [3]uint64) string {
 	cfg.Lane.GCCycles = r.Uint64N(30_000)
 	cfg.Lane.FairnessWindowBlocks = 1 + r.Uint64N(5)
 	cfg.Lane.MaxTTLBlocks = r.Uint64N(30)
+	cfg.StateRoot = true
 	e, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func runLane(t *testing.T, data []byte, layout [3]uint64) string {
 		if err := e.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&rec.log, "end fired=%d deferred=%d gc=%d pending=%d\n", res.Fired, res.Deferred, res.GC, res.Pending)
+		fmt.Fprintf(&rec.log, "end fired=%d deferred=%d gc=%d pending=%d root=%x\n", res.Fired, res.Deferred, res.GC, res.Pending, e.Root())
 		// Conservation: funds in = balances + burned.
 		total := e.Ledger().(*engine.MemLedger).Burned().Add(e.Ledger().Balance(laneProp))
 		for _, a := range laneActors {

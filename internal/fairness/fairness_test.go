@@ -3,6 +3,7 @@ package fairness
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -538,5 +539,43 @@ func BenchmarkBlock(b *testing.B) {
 			b.ReportMetric(float64(adds)/float64(len(l.blocks)), "adds/block")
 			b.ReportMetric(float64(l.w.Actors()), "actors")
 		})
+	}
+}
+
+// TestExpireEach: the entries ExpireEach reports are exactly those that
+// leave the log, oldest first, and each is reported before its actor's
+// pruning.
+func TestExpireEach(t *testing.T) {
+	type ent struct{ h, a, n uint64 }
+	w := New(3)
+	for h := uint64(1); h <= 12; h++ {
+		for a := uint32(0); a < 4; a++ {
+			if (h+uint64(a))%3 != 0 {
+				w.Add(h, a, h*10+uint64(a))
+			}
+		}
+	}
+	var before []ent
+	w.Walk(func(h uint64, a uint32, n uint64) { before = append(before, ent{h, uint64(a), n}) })
+	var got []ent
+	var events []string
+	w.ExpireEach(13, func(h uint64, a uint32, n uint64) {
+		got = append(got, ent{h, uint64(a), n})
+		events = append(events, fmt.Sprintf("e%d", a))
+	}, func(a uint32) { events = append(events, fmt.Sprintf("p%d", a)) })
+	var after []ent
+	w.Walk(func(h uint64, a uint32, n uint64) { after = append(after, ent{h, uint64(a), n}) })
+	if !reflect.DeepEqual(append(slices.Clone(got), after...), before) {
+		t.Fatalf("reported %v and kept %v, had %v", got, after, before)
+	}
+	for _, e := range got {
+		if e.h >= 10 {
+			t.Fatalf("reported %v, which is in the window [10, 12]", e)
+		}
+	}
+	for k, ev := range events {
+		if ev[0] == 'p' && !slices.Contains(events[:k], "e"+ev[1:]) {
+			t.Fatalf("pruned %s before any of its entries was reported: %v", ev[1:], events)
+		}
 	}
 }

@@ -90,16 +90,27 @@ func (w *Window) Blocks() uint64 { return w.length }
 // (which may be nil), in the order its newest entry leaves the log. pruned
 // must not modify the window.
 func (w *Window) Expire(height uint64, pruned func(actor uint32)) {
+	w.ExpireEach(height, nil, pruned)
+}
+
+// ExpireEach is Expire that also reports each log entry it drops, oldest
+// first, to entry (which may be nil), before any pruning its drop causes.
+// entry must not modify the window.
+func (w *Window) ExpireEach(height uint64, entry func(height uint64, actor uint32, n uint64), pruned func(actor uint32)) {
 	if height < w.length {
 		return
 	}
 	cutoff := height - w.length
 	for w.heights.len() != 0 && w.heights.at(w.heights.head).height < cutoff {
+		h := w.heights.at(w.heights.head).height
 		w.heights.head++
 		end := w.end(w.heights.head)
 		for ; w.log.head != end; w.log.head++ {
 			e := w.log.at(w.log.head)
 			id, a := e.actor, &w.actors[e.actor]
+			if entry != nil {
+				entry(h, id, e.n())
+			}
 			a.recent -= e.n()
 			if a.recent != 0 {
 				w.changed(id)

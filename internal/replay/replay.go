@@ -55,7 +55,7 @@ func Run(r io.Reader, w io.Writer) error {
 	out := bufio.NewWriterSize(w, 1<<16)
 	defer out.Flush()
 	rn := &runner{
-		out: out, ev: event{w: out}, cfg: engine.DefaultConfig(),
+		out: out, ev: event{w: out}, cfg: replayConfig(),
 		scripts: map[scriptKey]*script{}, nonces: map[engine.Address]uint64{}, labels: map[string]engine.TimerID{},
 	}
 	tr := trace.NewReader(r)
@@ -76,6 +76,14 @@ func Run(r io.Reader, w io.Writer) error {
 		return trace.Errorf(rn.line, "the trace ends inside block %d (no end op)", rn.eng.Height())
 	}
 	return nil
+}
+
+// replayConfig is the default configuration with the state root on: every
+// block line carries it (FORMAT.md).
+func replayConfig() engine.Config {
+	c := engine.DefaultConfig()
+	c.StateRoot = true
+	return c
 }
 
 func (rn *runner) fail(format string, args ...any) error {
@@ -227,7 +235,8 @@ func (rn *runner) end(always bool) error {
 		if res.Lane != nil {
 			laneBlock(ev, res.Lane)
 		}
-		ev.end()
+		root := rn.eng.Root()
+		ev.hex("root", root[:]).end()
 	}
 	return nil
 }

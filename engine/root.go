@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"encoding/binary"
+	"hash"
+
+	"golang.org/x/crypto/sha3"
+
+	"github.com/timerlane/timerlane/merkle"
+)
+
+// The state root (docs/STATE_ROOT.md): a merkle.Tree whose leaves are
+//
+//   - one per pending timer: key = its id, value = keccak256(timerEncoding);
+//   - one per fairness-window entry: key = keccak256("timerlane/fairness" ||
+//     height[8] || actor[20]), value = keccak256(0x02 || fires[8]);
+//   - one for the scheduler: key = keccak256("timerlane/scheduler"), value =
+//     keccak256(schedulerEncoding): height, sequence, configuration, lane
+//     figures.
+//
+// Nothing in it depends on the tier layout, on memory or on the order in
+// which the same state was reached. The tree is updated incrementally: the
+// engine notes which timers a block touched and rehashes only those.
+
+// Value tags: the first byte of each leaf's encoding.
+const (
+	tagTimer     = 0x01
+	tagFairness  = 0x02
+	tagScheduler = 0x03
+)
+
+var keyScheduler = labelKey("timerlane/scheduler")
+
+func labelKey(s string) [32]byte {
+	h := sha3.NewLegacyKeccak256()
+	h.Write([]byte(s))
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// stateRoot keeps the tree and what the open block changed.
+type stateRoot struct {
+	tree  *merkle.Tree
+	dirty []TimerID // timers added, removed or changed since the last flush
+	buf   []byte
+	h     hash.Hash
+	sum   [32]byte
+}
+
+func newStateRoot() *stateRoot {
+	return &stateRoot{tree: merkle.New(), h: sha3.NewLegacyKeccak256()}
+}
+
+func (s *stateRoot) hash(b []byte) [32]byte {
+	s.h.Reset()
+	s.h.Write(b)
+	s.h.Sum(s.sum[:0])
+	return s.sum
+}
+
+// touch notes that timer id changed (added, removed or updated).
+func (e *Engine) touch(id *TimerID) {
+	if e.root != nil {
+		e.root.dirty = append(e.root.dirty, *id)
+	}
+}
+
+// Root returns the state root of the current state: between blocks, that of
+// the last committed block (or of the empty blocks SkipEmpty ran). It is
+// the zero hash when Config.StateRoot is off.
+func (e *Engine) Root() [32]byte {
+	if e.root == nil {
+		return [32]byte{}
+	}
+	e.flushRoot()
+	return e.root.tree.Root()
+}
+
+// RootHashes is the number of Keccak-256 calls the tree has made (for
+// benchmarks against the bound of one per distinct changed node).
+func (e *Engine) RootHashes() uint64 {
+	if e.root == nil {
+		return 0
+	}
+	return e.root.tree.Hashes()
+}
+
+// Prove returns a proof that timer id is pending (with the value hash its
+// leaf holds) or is not, against Root(); merkle.Verify checks it with
+// nothing else.
+func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending bool) {
+	if e.root == nil {
+		return merkle.Proof{}, value, false
+	}
+	e.flushRoot()
+	e.root.tree.Root()
+	value, pending = e.root.tree.Get(id)
+	return e.root.tree.Prove(id), value, pending
+}
+
+// TimerLeaf returns the value hash of a pending timer's leaf: keccak256 of
+// its canonical encoding (docs/STATE_ROOT.md).
+func (e *Engine) TimerLeaf(id TimerID) ([32]byte, bool) {
+	i, ok := e.ids.get(&id)
+	if !ok {
+		return [32]byte{}, false
+	}
+	if e.root == nil {
+		return keccak(e.appendTimer(nil, i)), true
+	}
+	return e.root.hash(e.appendTimer(e.root.buf[:0], i)), true
+}
+
+func keccak(b []byte) [32]byte {
+	h := sha3.NewLegacyKeccak256()
+	h.Write(b)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// flushRoot brings the tree up to the current state.
+func (e *Engine) flushRoot() {
+	s := e.root
+	for k := range s.dirty {
+		id := &s.dirty[k]
+		if i, ok := e.ids.get(id); ok {
+			s.buf = e.appendTimer(s.buf[:0], i)
+			s.tree.Set(*id, s.hash(s.buf))
+		} else {
+			s.tree.Delete(*id)
+		}
+	}
+	s.dirty = s.dirty[:0]
+	s.buf = e.appendScheduler(s.buf[:0])
+	s.tree.Set(keyScheduler, s.hash(s.buf))
+}
+
+// fairKey is the key of a fairness-window entry's leaf.
+func (e *Engine) fairKey(height uint64, actor *Address) [32]byte {
+	b := append(e.root.buf[:0], "timerlane/fairness"...)
+	b = binary.BigEndian.AppendUint64(b, height)
+	b = append(b, actor[:]...)
+	e.root.buf = b
+	return e.root.hash(b)
+}
+
+func (e *Engine) fairValue(n uint64) [32]byte {
+	b := append(e.root.buf[:0], tagFairness)
+	b = binary.BigEndian.AppendUint64(b, n)
+	e.root.buf = b
+	return e.root.hash(b)
+}
+
+// fairAdded and fairExpired keep the fairness leaves in step with the
+// window.
+func (e *Engine) fairAdded(height uint64, actor uint32, n uint64) {
+	if e.root == nil {
+		return
+	}
+	k := e.fairKey(height, &e.actors.recs[actor].addr)
+	e.root.tree.Set(k, e.fairValue(n))
+}
+
+func (e *Engine) fairExpired(height uint64, actor uint32, _ uint64) {
+	if e.root == nil {
+		return
+	}
+	e.root.tree.Delete(e.fairKey(height, &e.actors.recs[actor].addr))
+}
+
+// appendTimer appends the canonical encoding of pending timer i:
+//
+//	0x01 || actor[20] || height[8] || seq[8]
+//	|| len(handler)[4] || handler || len(payload)[4] || payload
+//	|| fields[1] || the fields present, in this order: fee_payer[20],
+//	   gas_limit[8], expires_at[8], max_fee[16], max_priority_fee[16], tier[1]
+//
+// big-endian throughout; handler empty for the default handle_timer;
+// fields is the FeeField bit set without HasBid.
+func (e *Engine) appendTimer(b []byte, i uint32) []byte {
+	r := e.recs.At(i)
+	b = append(b, tagTimer)
+	b = append(b, e.actors.recs[r.actor].addr[:]...)
+	b = binary.BigEndian.AppendUint64(b, r.height)
+	b = binary.BigEndian.AppendUint64(b, r.seq)
+	data := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
+	b = binary.BigEndian.AppendUint32(b, r.handlerLen)
+	b = append(b, data[:r.handlerLen]...)
+	b = binary.BigEndian.AppendUint32(b, r.payloadLen)
+	b = append(b, data[r.handlerLen:]...)
+	f := e.feeOf(r)
+	if f == nil {
+		return append(b, 0)
+	}
+	set := f.Set &^ HasBid
+	b = append(b, byte(set))
+	if set&HasFeePayer != 0 {
+		b = append(b, f.FeePayer[:]...)
+	}
+	if set&HasGasLimit != 0 {
+		b = binary.BigEndian.AppendUint64(b, f.GasLimit)
+	}
+	if set&HasExpiresAt != 0 {
+		b = binary.BigEndian.AppendUint64(b, f.ExpiresAt)
+	}
+	if set&HasMaxFee != 0 {
+		b = appendAmount(b, f.MaxFee)
+	}
+	if set&HasMaxPriorityFee != 0 {
+		b = appendAmount(b, f.MaxPriorityFee)
+	}
+	if set&HasTier != 0 {
+		b = append(b, byte(f.Tier))
+	}
+	return b
+}
+
+func appendAmount(b []byte, a Amount) []byte {
+	b = binary.BigEndian.AppendUint64(b, a.Hi)
+	return binary.BigEndian.AppendUint64(b, a.Lo)
+}
+
+// appendScheduler appends the canonical encoding of the scheduler's state:
+//
+//	0x03 || height[8] || started[1] || next_seq[8]
+//	|| limits: max_timers_per_actor[4] max_payload_bytes[4]
+//	   max_handler_bytes[4] cycles_per_fire[8] cells_per_fire[8]
+//	   schedule_cycles[8] cancel_cycles[8]
+//	|| policy[1] || activation_height[8] || initial_lane_basefee[16]
+//	|| len(system_deployers)[4] || each address[20]
+//	|| lane_started[1] || basefee[16] || p50_tip[16] || last_lane_cycles[8]
+//	|| params (in force) || update_pending[1] || params (pending, if any)
+//
+// where params = lane_timer_cycles[8] gc_cycles[8] gc_cost_per_timer[8]
+// max_cycles_per_fire_auction_phase[8] fairness_window_blocks[8]
+// max_ttl_blocks[8] bid_deprecation_blocks[8] min_lane_basefee[16]
+// multipliers[4×8] (standard, economy, fast, urgent). The tier layout is
+// not in it.
+func (e *Engine) appendScheduler(b []byte) []byte {
+	c := &e.cfg
+	b = append(b, tagScheduler)
+	b = binary.BigEndian.AppendUint64(b, e.height)
+	b = append(b, boolByte(e.started))
+	b = binary.BigEndian.AppendUint64(b, e.seq)
+	b = binary.BigEndian.AppendUint32(b, c.MaxTimersPerActor)
+	b = binary.BigEndian.AppendUint32(b, c.MaxPayloadBytes)
+	b = binary.BigEndian.AppendUint32(b, c.MaxHandlerBytes)
+	for _, v := range []uint64{c.CyclesPerFire, c.CellsPerFire, c.ScheduleCycles, c.CancelCycles} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	b = append(b, byte(c.Policy))
+	b = binary.BigEndian.AppendUint64(b, c.ActivationHeight)
+	b = appendAmount(b, c.InitialBasefee)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.SystemDeployers)))
+	for _, a := range c.SystemDeployers {
+		b = append(b, a[:]...)
+	}
+	s := &e.lane
+	b = append(b, boolByte(s.started))
+	b = appendAmount(b, s.basefee)
+	b = appendAmount(b, s.p50)
+	b = binary.BigEndian.AppendUint64(b, s.lastCycles)
+	b = appendParams(b, &s.params)
+	if s.update == nil {
+		return append(b, 0)
+	}
+	return appendParams(append(b, 1), s.update)
+}
+
+func appendParams(b []byte, p *LaneParams) []byte {
+	for _, v := range []uint64{p.LaneTimerCycles, p.GCCycles, p.GCCostPerTimer, p.MaxCyclesPerFireAuction,
+		p.FairnessWindowBlocks, p.MaxTTLBlocks, p.BidDeprecationBlocks} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	b = appendAmount(b, p.MinBasefee)
+	for _, m := range p.TierMultipliers {
+		b = binary.BigEndian.AppendUint64(b, m)
+	}
+	return b
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}

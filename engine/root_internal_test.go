@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/merkle"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// scratchRoot computes the state root from a full walk of the state, with
+// a new tree: what the incremental root must equal.
+func (e *Engine) scratchRoot() [32]byte {
+	t := merkle.New()
+	add := func(i uint32) {
+		r := e.recs.At(i)
+		t.Set(r.id, keccak(e.appendTimer(nil, i)))
+	}
+	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { add(uint32(x.Val)) })
+	for _, i := range e.lane.deferred {
+		add(i)
+	}
+	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
+		t.Set(e.fairKey(h, &e.actors.recs[a].addr), e.fairValue(n))
+	})
+	t.Set(keyScheduler, keccak(e.appendScheduler(nil)))
+	return t.Root()
+}
+
+type nopExec struct{}
+
+func (nopExec) Execute(Tx, *Delivery) (Usage, error) { return Usage{Cycles: 100}, nil }
+
+// rootExec runs handlers that schedule and cancel at random.
+type rootExec struct {
+	r    *rand.Rand
+	live *[]TimerID
+}
+
+func (x rootExec) Execute(tx Tx, d *Delivery) (Usage, error) {
+	if n := len(*x.live); n > 0 && x.r.IntN(3) == 0 {
+		tx.Cancel((*x.live)[x.r.IntN(n)])
+	}
+	if x.r.IntN(2) == 0 {
+		if s, err := tx.ScheduleFees(d.Block+1+x.r.Uint64N(40), []byte{byte(x.r.IntN(256))}, &Fees{}); err == nil {
+			*x.live = append(*x.live, s.ID)
+		}
+	}
+	u := Usage{Cycles: x.r.Uint64N(d.CyclesLimit + 1)}
+	if x.r.IntN(5) == 0 {
+		return u, fmt.Errorf("revert")
+	}
+	return u, nil
+}
+
+// TestRootIncremental drives random blocks under both policies and three
+// layouts and checks after every block that the incremental root equals
+// the root computed from scratch, and that the layouts agree.
+func TestRootIncremental(t *testing.T) {
+	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+		var roots [][][32]byte
+		for _, layout := range [][3]uint64{{2, 1, 1}, {16, 8, 3}, {4096, 1024, 64}} {
+			cfg := DefaultConfig()
+			cfg.RingSize, cfg.EpochLength, cfg.EpochCount = layout[0], layout[1], layout[2]
+			cfg.Policy, cfg.ActivationHeight, cfg.StateRoot = policy, 20, true
+			cfg.Lane.FairnessWindowBlocks = 5
+			cfg.Lane.LaneTimerCycles = 600_000
+			cfg.SystemDeployers = []Address{{0x5e}}
+			e, err := New(cfg)
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(3, 4))
+			actors := []Address{{1}, {2}, {3}}
+			for _, a := range actors {
+				require.NoError(t, e.Ledger().Credit(a, Amount{Lo: 1 << 40}))
+			}
+			var live []TimerID
+			x := rootExec{r: r, live: &live}
+			var got [][32]byte
+			for h := uint64(1); h <= 150; h++ {
+				if r.IntN(8) == 0 {
+					to, err := e.SkipEmpty(h + r.Uint64N(6))
+					require.NoError(t, err)
+					h = to + 1
+				}
+				require.NoError(t, e.BeginBlock(h))
+				for range r.IntN(3) {
+					tx, err := e.Begin(actors[r.IntN(3)], r.Uint64())
+					require.NoError(t, err)
+					for range r.IntN(5) {
+						switch r.IntN(4) {
+						case 0, 1:
+							f := &Fees{}
+							if policy == PolicyLane && r.IntN(2) == 0 {
+								f.Set = HasGasLimit | HasExpiresAt
+								f.GasLimit, f.ExpiresAt = r.Uint64N(300_000), h+50+r.Uint64N(30)
+							}
+							if s, err := tx.ScheduleFees(h+1+r.Uint64N(60), []byte{byte(r.IntN(256))}, f); err == nil {
+								live = append(live, s.ID)
+							}
+						case 2:
+							if len(live) > 0 {
+								tx.Cancel(live[r.IntN(len(live))])
+							}
+						case 3:
+							if policy == PolicyLane && len(live) > 0 {
+								tx.Extend(live[r.IntN(len(live))], h+60+r.Uint64N(60))
+							}
+						}
+					}
+					if r.IntN(4) == 0 {
+						require.NoError(t, tx.Revert())
+					} else {
+						require.NoError(t, tx.Commit())
+					}
+				}
+				if policy == PolicyLane && r.IntN(10) == 0 && len(live) > 0 {
+					e.SystemCancel(Address{0x5e}, live[r.IntN(len(live))])
+				}
+				_, err := e.EndBlock(x)
+				require.NoError(t, err)
+				require.NoError(t, e.Commit())
+				root := e.Root()
+				require.Equal(t, e.scratchRoot(), root, "%v layout %v block %d", policy, layout, h)
+				got = append(got, root)
+			}
+			roots = append(roots, got)
+		}
+		require.Equal(t, roots[0], roots[1], "%v", policy)
+		require.Equal(t, roots[0], roots[2], "%v", policy)
+	}
+}
+
+// TestRootSkipEmpty: skipping empty blocks gives the root of running them
+// one by one, fairness entries aging out included.
+func TestRootSkipEmpty(t *testing.T) {
+	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+		build := func() *Engine {
+			cfg := DefaultConfig()
+			cfg.Policy, cfg.StateRoot = policy, true
+			cfg.Lane.FairnessWindowBlocks = 4
+			e, err := New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, e.Ledger().Credit(Address{1}, Amount{Lo: 1 << 50}))
+			require.NoError(t, e.BeginBlock(1))
+			tx, _ := e.Begin(Address{1}, 1)
+			tx.Schedule(2, nil)
+			tx.Schedule(40, nil)
+			require.NoError(t, tx.Commit())
+			_, err = e.EndBlock(nopExec{})
+			require.NoError(t, err)
+			require.NoError(t, e.Commit())
+			return e
+		}
+		a, b := build(), build()
+		for h := uint64(2); h <= 30; h++ {
+			require.NoError(t, a.BeginBlock(h))
+			_, err := a.EndBlock(nopExec{})
+			require.NoError(t, err)
+			require.NoError(t, a.Commit())
+		}
+		require.NoError(t, b.BeginBlock(2))
+		_, err := b.EndBlock(nopExec{})
+		require.NoError(t, err)
+		require.NoError(t, b.Commit())
+		to, err := b.SkipEmpty(30)
+		require.NoError(t, err)
+		require.Equal(t, uint64(30), to)
+		require.Equal(t, a.Root(), b.Root(), "%v", policy)
+		require.Equal(t, a.scratchRoot(), b.Root(), "%v", policy)
+	}
+}
