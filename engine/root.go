@@ -6,7 +6,9 @@ import (
 
 	"golang.org/x/crypto/sha3"
 
+	"github.com/timerlane/timerlane/internal/calendar"
 	"github.com/timerlane/timerlane/merkle"
+	"github.com/timerlane/timerlane/ring"
 )
 
 // The state root (docs/STATE_ROOT.md): a merkle.Tree whose leaves are
@@ -286,4 +288,35 @@ func boolByte(v bool) byte {
 		return 1
 	}
 	return 0
+}
+
+// Leaf is one leaf of the state root's tree: its key and the encoding
+// whose Keccak-256 is its value hash (docs/STATE_ROOT.md).
+type Leaf struct {
+	Kind     string // "timer", "fairness" or "scheduler"
+	Key      [32]byte
+	Encoding []byte
+}
+
+// Leaves lists every leaf of the current state, whether or not
+// Config.StateRoot is on, in no particular order: for inspection, test
+// vectors and roots computed from scratch.
+func (e *Engine) Leaves() []Leaf {
+	var out []Leaf
+	timer := func(i uint32) {
+		out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
+	}
+	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(uint32(x.Val)) })
+	for _, i := range e.lane.deferred {
+		timer(i)
+	}
+	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
+		var key []byte
+		key = append(key, "timerlane/fairness"...)
+		key = binary.BigEndian.AppendUint64(key, h)
+		key = append(key, e.actors.recs[a].addr[:]...)
+		enc := binary.BigEndian.AppendUint64([]byte{tagFairness}, n)
+		out = append(out, Leaf{Kind: "fairness", Key: keccak(key), Encoding: enc})
+	})
+	return append(out, Leaf{Kind: "scheduler", Key: keyScheduler, Encoding: e.appendScheduler(nil)})
 }

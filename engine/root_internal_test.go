@@ -7,27 +7,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/timerlane/timerlane/internal/calendar"
 	"github.com/timerlane/timerlane/merkle"
-	"github.com/timerlane/timerlane/ring"
 )
 
 // scratchRoot computes the state root from a full walk of the state, with
 // a new tree: what the incremental root must equal.
 func (e *Engine) scratchRoot() [32]byte {
 	t := merkle.New()
-	add := func(i uint32) {
-		r := e.recs.At(i)
-		t.Set(r.id, keccak(e.appendTimer(nil, i)))
+	for _, l := range e.Leaves() {
+		t.Set(l.Key, keccak(l.Encoding))
 	}
-	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { add(uint32(x.Val)) })
-	for _, i := range e.lane.deferred {
-		add(i)
-	}
-	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
-		t.Set(e.fairKey(h, &e.actors.recs[a].addr), e.fairValue(n))
-	})
-	t.Set(keyScheduler, keccak(e.appendScheduler(nil)))
 	return t.Root()
 }
 
