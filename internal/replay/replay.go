@@ -40,9 +40,13 @@ type runner struct {
 	began      bool // a block has begun: the config can no longer change
 	events     int  // events printed in the open block
 	failure    error
-	lane       bool          // policy lane
-	handlerOut bytes.Buffer  // a firing handler's events, printed after its fire line
-	callsW     *bufio.Writer // writes to calls
+	lane       bool             // policy lane
+	handlerOut bytes.Buffer     // a firing handler's events, printed after its fire line
+	callsW     *bufio.Writer    // writes to calls
+	history    []step           // the ops that made the current chain, for rollback
+	labelLog   []engine.TimerID // every label resolution of the chain, in order
+	labelPos   int              // while replaying: the next one to reuse
+	replaying  bool             // a rollback runs the chain again
 }
 
 // system is the sender of the trace's system ops: the one system deployer
@@ -70,6 +74,9 @@ func Run(r io.Reader, w io.Writer) error {
 		rn.line = op.Line
 		if err := rn.run(op); err != nil {
 			return err
+		}
+		if op.Kind != "rollback" {
+			rn.remember(op)
 		}
 	}
 	if rn.inBlock {
@@ -144,7 +151,7 @@ func (rn *runner) run(op *trace.Op) error {
 	case "advance":
 		return rn.advance(op.To)
 	case "rollback":
-		return rn.fail("rollback: %v (it comes with the durability work)", ErrUnsupported)
+		return rn.rollback(op.To)
 	}
 	return rn.fail("op %s: %v", op.Kind, ErrUnsupported)
 }
@@ -316,7 +323,7 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 			}
 			res, err = tx.ScheduleFees(height, c.Payload, f)
 			cost = res.Cost
-			if err == nil && c.Label != "" {
+			if err == nil && c.Label != "" && !rn.replaying {
 				rn.labels[c.Label] = res.ID
 			}
 		case "cancel", "extend":
@@ -365,7 +372,15 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 // bytes, which names no timer and is simply unknown (FORMAT.md).
 func (rn *runner) target(c trace.Call) (id engine.TimerID, known, bound bool) {
 	if c.ByLabel {
+		if rn.replaying { // as resolved the first time (rollback.go)
+			id = rn.labelLog[rn.labelPos]
+			rn.labelPos++
+			return id, true, true
+		}
 		id, bound = rn.labels[c.Timer]
+		if bound {
+			rn.labelLog = append(rn.labelLog, id)
+		}
 		return id, bound, bound
 	}
 	if len(c.TimerID) != len(id) {
