@@ -192,6 +192,11 @@ func FuzzTraceParser(f *testing.F) {
 			`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"payload":"0x7b225f68616e646c6572223a227469636b222c225f7061796c6f6164223a22227d"}]}` + "\n" +
 			`{"op":"end"}` + "\n" + `{"op":"advance","to":4611686018427387904}`,
 		`{"op":"block","height":1,"height":2}`,
+		`{"op":"handler","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","handler":"handle_timer","calls":[{"call":"schedule","after":1,"label":"h"},{"call":"cancel","timer":"t"}]}` + "\n" +
+			`{"op":"block","height":1}` + "\n" +
+			`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"label":"t"},{"call":"schedule","height":3,"label":"t"}]}` + "\n" +
+			`{"op":"end"}` + "\n" + `{"op":"advance","to":6}` + "\n" + `{"op":"rollback","to":2}` + "\n" +
+			`{"op":"advance","to":4}` + "\n" + `{"op":"rollback","to":3}` + "\n" + `{"op":"advance","to":8}`,
 		`{"op":"tx","actor":"0x00","nonce":-1,"calls":{}}`,
 		`{"op":"block","height":9223372036854775808}`,
 		`{"op":"config","policy":"lane","initial_lane_basefee":"1","priority_tier_multipliers":{"fast":2}}`,
