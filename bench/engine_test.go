@@ -120,9 +120,15 @@ func BenchmarkEndBlock(b *testing.B) {
 }
 
 // BenchmarkPendingBytes measures the live heap that 1M pending timers with
-// empty payloads hold: 10,000 actors with 100 each, their heights a third
+// empty payloads hold, without and with the state root's tree: 10,000 actors with 100 each, their heights a third
 // in each tier. One op builds the engine; B/timer is the figure.
 func BenchmarkPendingBytes(b *testing.B) {
+	for _, root := range []bool{false, true} {
+		b.Run(fmt.Sprintf("root=%v", root), func(b *testing.B) { pendingBytes(b, root) })
+	}
+}
+
+func pendingBytes(b *testing.B, root bool) {
 	const actorCount, each = 10_000, 100
 	const total = actorCount * each
 	r := rand.New(rand.NewPCG(8, 9))
@@ -148,7 +154,12 @@ func BenchmarkPendingBytes(b *testing.B) {
 	for b.Loop() {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		e := newEngine(b)
+		cfg := engine.DefaultConfig()
+		cfg.StateRoot = root
+		e, err := engine.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
 		if err := e.BeginBlock(1); err != nil {
 			b.Fatal(err)
 		}
@@ -167,6 +178,7 @@ func BenchmarkPendingBytes(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		e.Root() // the tree holds every timer's leaf
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		st := e.Stats()

@@ -134,7 +134,13 @@ func (e *Engine) flushRoot() {
 			s.tree.Delete(*id)
 		}
 	}
-	s.dirty = s.dirty[:0]
+	// A bulk load (a million timers in a block) must not leave 32 MB
+	// behind; blocks of up to 65,536 changes reuse the list.
+	if cap(s.dirty) > 1<<16 {
+		s.dirty = nil
+	} else {
+		s.dirty = s.dirty[:0]
+	}
 	s.buf = e.appendScheduler(s.buf[:0])
 	s.tree.Set(keyScheduler, s.hash(s.buf))
 }
