@@ -4,9 +4,9 @@
 // [e*Length, (e+1)*Length). Slabs holds Count buckets (unrolled lists of
 // entries, as in package ring), one per epoch in its window, bucket =
 // e mod Count. Its owner keeps at most Count consecutive epochs resident,
-// so a bucket never mixes two epochs, and moves a whole epoch into the ring
-// when the epoch comes into the ring's range, in bucket order: per height,
-// the order in which the timers were inserted.
+// so a bucket never mixes two epochs, and hands an epoch on towards the ring
+// in bucket order (per height, the order in which the timers were
+// inserted): a few entries per block with Shift, the rest at once with Take.
 package epoch
 
 import (
@@ -41,24 +41,26 @@ func (s *Slabs) Length() uint64 { return s.length }
 // Count is the number of epoch buckets.
 func (s *Slabs) Count() uint64 { return s.count }
 
-func (s *Slabs) index(e uint64) uint64 { return e % s.count }
+// Index is the bucket of epoch e, for callers that keep it instead of
+// dividing on every call.
+func (s *Slabs) Index(e uint64) uint64 { return e % s.count }
 
 // Bucket returns the bucket of epoch e (read-only use).
-func (s *Slabs) Bucket(e uint64) *ring.Bucket { return s.At(s.index(e)) }
+func (s *Slabs) Bucket(e uint64) *ring.Bucket { return s.At(s.Index(e)) }
 
 // Push appends e to the bucket of its height's epoch and returns its position.
 func (s *Slabs) Push(c *ring.Chunks, e ring.Entry) ring.Pos {
-	return s.Buckets.Push(c, s.index(s.Of(e.Height)), e)
+	return s.Buckets.Push(c, s.Index(s.Of(e.Height)), e)
 }
 
 // Kill cancels the entry at p, which is in the bucket of height h's epoch
 // (see ring.Buckets.Kill for moved).
 func (s *Slabs) Kill(c *ring.Chunks, h uint64, p ring.Pos, moved func(ring.Entry, ring.Pos)) {
-	s.Buckets.Kill(c, s.index(s.Of(h)), p, moved)
+	s.Buckets.Kill(c, s.Index(s.Of(h)), p, moved)
 }
 
 // Take detaches the whole bucket of epoch e and returns an iterator over it.
-func (s *Slabs) Take(e uint64) ring.Iter { return s.Buckets.Take(s.index(e)) }
+func (s *Slabs) Take(e uint64) ring.Iter { return s.Buckets.Take(s.Index(e)) }
 
 // NextOccupied returns the first epoch in [from, to] whose bucket holds a
 // live entry; the range must span at most Count epochs.
@@ -66,7 +68,7 @@ func (s *Slabs) NextOccupied(from, to uint64) (uint64, bool) {
 	if to < from {
 		return 0, false
 	}
-	k, ok := s.Next(s.index(from), min(to-from, s.count-1)+1)
+	k, ok := s.Next(s.Index(from), min(to-from, s.count-1)+1)
 	return from + k, ok
 }
 

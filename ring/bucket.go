@@ -3,6 +3,7 @@ package ring
 // Bucket is an unrolled FIFO list of entries. The zero Bucket is empty.
 type Bucket struct {
 	head, tail uint32 // chunks
+	headOff    uint32 // slots of the head chunk already shifted out
 	tailLen    uint32 // entries written in the tail chunk
 	Live       int    // entries that are not tombstones
 	Dead       int    // tombstones
@@ -61,6 +62,40 @@ func (b *Bucket) Compact(c *Chunks, moved func(Entry, Pos)) {
 	}
 }
 
+// Shift removes and returns the first live entry, or false when there is
+// none. It drops the tombstones it passes and gives each chunk it has read
+// past back to the arena; every other entry keeps its position, so a
+// bucket can be handed on entry by entry, a few at a time, while its owner
+// still pushes to its tail and kills entries anywhere in it.
+func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
+	for b.Live > 0 {
+		ch := c.slab.At(b.head)
+		n := uint32(ChunkLen)
+		if b.head == b.tail {
+			n = b.tailLen
+		}
+		for b.headOff < n {
+			e := ch.e[b.headOff]
+			b.headOff++
+			if e.Seq == 0 {
+				b.Dead--
+				continue
+			}
+			if b.Live--; b.Live == 0 {
+				b.Release(c) // only tombstones can follow
+			}
+			return e, true
+		}
+		if b.head == b.tail {
+			panic("ring: bucket counts a live entry it does not hold")
+		}
+		next := ch.next
+		c.release(b.head)
+		b.head, b.headOff = next, 0
+	}
+	return Entry{}, false
+}
+
 // Detach returns the bucket's content and leaves it empty.
 func (b *Bucket) Detach() Bucket {
 	d := *b
@@ -83,7 +118,7 @@ func (b *Bucket) Release(c *Chunks) {
 // content: b is left empty.
 func (b *Bucket) Drain() Iter {
 	d := b.Detach()
-	return Iter{chunk: d.head, tail: d.tail, tailLen: d.tailLen}
+	return Iter{chunk: d.head, tail: d.tail, tailLen: d.tailLen, i: d.headOff}
 }
 
 // Iter reads a detached bucket. The zero Iter is exhausted.
@@ -116,15 +151,22 @@ func (it *Iter) Next(c *Chunks) (Entry, bool) {
 
 // Walk calls f for each live entry of b in order, without changing b.
 func (b *Bucket) Walk(c *Chunks, f func(Entry)) {
-	for i := b.head; i != nilChunk; i = c.slab.At(i).next {
+	b.WalkPos(c, func(e Entry, _ Pos) { f(e) })
+}
+
+// WalkPos calls f for each live entry of b and its position, in order,
+// without changing b.
+func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
+	from := b.headOff
+	for i := b.head; i != nilChunk; i, from = c.slab.At(i).next, 0 {
 		ch := c.slab.At(i)
 		n := uint32(ChunkLen)
 		if i == b.tail {
 			n = b.tailLen
 		}
-		for _, e := range ch.e[:n] {
-			if e.Seq != 0 {
-				f(e)
+		for j := from; j < n; j++ {
+			if e := ch.e[j]; e.Seq != 0 {
+				f(e, Pos(i*ChunkLen+j))
 			}
 		}
 	}

@@ -1,6 +1,10 @@
 package ring
 
-import "github.com/timerlane/timerlane/internal/bitset"
+import (
+	"fmt"
+
+	"github.com/timerlane/timerlane/internal/bitset"
+)
 
 // Buckets is a fixed array of buckets with a bitset of those holding a live
 // entry: the storage of both the ring and the epoch tier, which differ only
@@ -41,6 +45,37 @@ func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 		s.occupied.Clear(i)
 	case b.NeedsCompaction():
 		b.Compact(c, moved)
+	}
+}
+
+// Shift removes and returns the first live entry of bucket i (see
+// Bucket.Shift).
+func (s *Buckets) Shift(c *Chunks, i uint64) (Entry, bool) {
+	e, ok := s.b[i].Shift(c)
+	if ok {
+		s.len--
+		if s.b[i].Empty() {
+			s.occupied.Clear(i)
+		}
+	}
+	return e, ok
+}
+
+// MoveTo hands bucket i's whole content to bucket j of d, which must be
+// empty (it panics otherwise: two lists cannot be joined in O(1) without
+// losing their order). It costs O(1) whatever the bucket holds, and every
+// entry keeps its position, so no owner needs to be told anything.
+func (s *Buckets) MoveTo(i uint64, d *Buckets, j uint64) {
+	if d.b[j] != (Bucket{}) {
+		panic(fmt.Sprintf("ring: move of bucket %d into bucket %d, which is not empty", i, j))
+	}
+	b := s.b[i].Detach()
+	s.len -= b.Live
+	s.occupied.Clear(i)
+	if b.Live > 0 {
+		d.b[j] = b
+		d.len += b.Live
+		d.occupied.Set(j)
 	}
 }
 

@@ -5,7 +5,11 @@
 // writes next to the previous entry, draining a bucket reads memory in
 // order, and in steady state nothing is allocated. An entry's [Pos] (its
 // chunk and slot) lets its owner cancel it in O(1): the entry becomes a
-// tombstone (Seq 0) that draining skips. A [Ring] is a power-of-two array of
+// tombstone (Seq 0) that draining skips. A bucket can also be taken from
+// the front a few entries at a time ([Bucket.Shift]) and handed whole to
+// an empty bucket in O(1) ([Buckets.MoveTo]), its entries keeping their
+// positions: the calendar spreads the promotion of an epoch over the
+// blocks before it with both. A [Ring] is a power-of-two array of
 // buckets, bucket = height & (size-1), with a bitset of the non-empty ones.
 //
 // The ring does not check which heights it holds: its owner keeps every

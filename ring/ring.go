@@ -38,6 +38,10 @@ func (r *Ring) Kill(c *Chunks, h uint64, p Pos, moved func(Entry, Pos)) {
 // it, in FIFO order.
 func (r *Ring) Take(h uint64) Iter { return r.Buckets.Take(h & r.mask) }
 
+// MoveIn hands bucket i of s, whose entries are all of height h, to the
+// bucket of height h, which must be empty (see Buckets.MoveTo).
+func (r *Ring) MoveIn(h uint64, s *Buckets, i uint64) { s.MoveTo(i, &r.Buckets, h&r.mask) }
+
 // Bucket returns the bucket of height h (read-only use).
 func (r *Ring) Bucket(h uint64) *Bucket { return r.At(h & r.mask) }
 

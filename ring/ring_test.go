@@ -220,3 +220,182 @@ func TestKillAfterTailEmptied(t *testing.T) {
 		t.Fatalf("drained %v, want %v", got, want)
 	}
 }
+
+// TestShift takes entries from the front while the tail grows and entries
+// anywhere are killed: FIFO order, Live and Dead stay right, every other
+// entry keeps its position, and the chunks read past go back to the arena.
+func TestShift(t *testing.T) {
+	c := NewChunks()
+	var b Bucket
+	pos := map[uint64]Pos{}
+	var want []uint64 // live seqs in order
+	next := uint64(1)
+	push := func(n int) {
+		for range n {
+			pos[next] = b.Push(c, Entry{Height: 1, Seq: next, Val: next})
+			want = append(want, next)
+			next++
+		}
+	}
+	kill := func(s uint64) {
+		b.Kill(c, pos[s])
+		want = slices.DeleteFunc(want, func(x uint64) bool { return x == s })
+	}
+	check := func(what string) {
+		t.Helper()
+		var got []uint64
+		b.WalkPos(c, func(e Entry, p Pos) {
+			if p != pos[e.Seq] || *c.At(p) != e {
+				t.Fatalf("%s: seq %d at %d, pushed at %d", what, e.Seq, p, pos[e.Seq])
+			}
+			got = append(got, e.Seq)
+		})
+		if !slices.Equal(got, want) || b.Live != len(want) {
+			t.Fatalf("%s: walk %v (Live %d), want %v", what, got, b.Live, want)
+		}
+	}
+	shift := func(n int) {
+		t.Helper()
+		for range n {
+			e, ok := b.Shift(c)
+			if !ok || e.Seq != want[0] {
+				t.Fatalf("Shift = %+v, %v; want seq %d", e, ok, want[0])
+			}
+			want = want[1:]
+		}
+	}
+	push(3*ChunkLen + 5)
+	shift(5)
+	check("after 5 shifts")
+	kill(7)            // a tombstone right at the front
+	kill(ChunkLen)     // the last slot of the first chunk
+	kill(ChunkLen + 3) // in the second chunk
+	shift(1)           // 6; 7 is skipped and dropped from Dead
+	check("after killing near the front")
+	shift(ChunkLen - 8) // up to seq 31; seq 32, the first chunk's last, is dead
+	check("first chunk read")
+	if c.Live() != 4 {
+		t.Fatalf("%d chunks live before reading past the first, want 4", c.Live())
+	}
+	shift(1) // 33: past the tombstone of 32, into the second chunk
+	if c.Live() != 3 || b.Dead != 1 {
+		t.Fatalf("%d chunks live, Dead %d after reading past the first, want 3, 1", c.Live(), b.Dead)
+	}
+	push(10)
+	kill(next - 1) // a take-back at the tail
+	shift(ChunkLen)
+	check("after shifting into the third chunk")
+	for len(want) > 1 {
+		shift(1)
+	}
+	kill(want[0]) // the last live entry: the bucket is released
+	if b != (Bucket{}) || c.Live() != 0 {
+		t.Fatalf("emptied bucket %+v, %d chunks live", b, c.Live())
+	}
+	if _, ok := b.Shift(c); ok {
+		t.Fatal("Shift of an empty bucket found an entry")
+	}
+	// Shifting the last live entry releases the chunks even with
+	// tombstones behind it.
+	push(ChunkLen + 2)
+	kill(want[1])
+	kill(want[len(want)-2])
+	for len(want) > 0 {
+		shift(1)
+	}
+	if b != (Bucket{}) || c.Live() != 0 || b.Dead != 0 {
+		t.Fatalf("shifted-out bucket %+v, %d chunks live", b, c.Live())
+	}
+}
+
+// TestShiftThenCompact: compaction of a bucket whose front was shifted
+// keeps the order and reports each new position.
+func TestShiftThenCompact(t *testing.T) {
+	c := NewChunks()
+	var b Bucket
+	pos := map[uint64]Pos{}
+	for s := uint64(1); s <= 4*ChunkLen; s++ {
+		pos[s] = b.Push(c, Entry{Height: 1, Seq: s, Val: s})
+	}
+	for range 10 {
+		b.Shift(c)
+	}
+	for s := uint64(12); s < 4*ChunkLen; s += 4 { // keep a few
+		for d := range uint64(3) {
+			if !b.NeedsCompaction() {
+				b.Kill(c, pos[s+d])
+			}
+		}
+	}
+	if !b.NeedsCompaction() {
+		t.Fatalf("Live %d Dead %d: no compaction asked for", b.Live, b.Dead)
+	}
+	var before []uint64
+	b.Walk(c, func(e Entry) { before = append(before, e.Seq) })
+	b.Compact(c, func(e Entry, p Pos) { pos[e.Val] = p })
+	var after []uint64
+	b.WalkPos(c, func(e Entry, p Pos) {
+		if pos[e.Seq] != p {
+			t.Fatalf("seq %d at %d, reported %d", e.Seq, p, pos[e.Seq])
+		}
+		after = append(after, e.Seq)
+	})
+	if !slices.Equal(before, after) || before[0] != 11 || b.Dead != 0 {
+		t.Fatalf("compaction changed %v into %v (Dead %d)", before, after, b.Dead)
+	}
+	if got := seqs(c, b.Drain()); !slices.Equal(got, after) || c.Live() != 0 {
+		t.Fatalf("drained %v, %d chunks live", got, c.Live())
+	}
+}
+
+// TestMoveTo hands a whole bucket over: the entries keep their positions,
+// the counts and occupied bits follow, and a move into a bucket that holds
+// something panics.
+func TestMoveTo(t *testing.T) {
+	c := NewChunks()
+	src, dst := NewBuckets(4), NewBuckets(8)
+	var ps []Pos
+	for s := uint64(1); s <= ChunkLen+3; s++ {
+		ps = append(ps, src.Push(c, 2, Entry{Height: 5, Seq: s}))
+	}
+	src.Shift(c, 2)
+	src.Push(c, 3, Entry{Height: 6, Seq: 1})
+	src.MoveTo(2, &dst, 5)
+	if src.Len() != 1 || dst.Len() != ChunkLen+2 {
+		t.Fatalf("Len %d and %d after the move", src.Len(), dst.Len())
+	}
+	if k, ok := src.Next(0, 4); !ok || k != 3 {
+		t.Fatalf("source Next = %d, %v", k, ok)
+	}
+	if k, ok := dst.Next(0, 8); !ok || k != 5 {
+		t.Fatalf("destination Next = %d, %v", k, ok)
+	}
+	i := 1
+	dst.At(5).WalkPos(c, func(e Entry, p Pos) {
+		if p != ps[i] || e.Seq != uint64(i+1) {
+			t.Fatalf("entry %d: seq %d at %d, pushed at %d", i, e.Seq, p, ps[i])
+		}
+		i++
+	})
+	dst.Kill(c, 5, ps[4], func(Entry, Pos) {}) // still killable where it was
+	if dst.Len() != ChunkLen+1 {
+		t.Fatalf("Len %d", dst.Len())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a move into a bucket that is not empty did not panic")
+		}
+	}()
+	src.MoveTo(3, &dst, 5)
+}
+
+func TestRingMoveIn(t *testing.T) {
+	c := NewChunks()
+	r, _ := New(8)
+	s := NewBuckets(2)
+	s.Push(c, 1, Entry{Height: 13, Seq: 1})
+	r.MoveIn(13, &s, 1)
+	if got := seqs(c, r.Take(13)); !slices.Equal(got, []uint64{1}) || s.Len() != 0 || r.Len() != 0 {
+		t.Fatalf("Take(13) = %v; lens %d, %d", got, s.Len(), r.Len())
+	}
+}

@@ -10,11 +10,50 @@
 //
 // Where a timer lives is a function of its height and the window alone, so a
 // timer is in exactly one tier by construction. When the window moves (a new
-// epoch begins), whole epochs move down a tier, and they move while their
+// epoch begins), epochs move down a tier, and they move while their
 // destination holds nothing of their heights: per height, the order of a
 // bucket is therefore always insertion order, across every promotion. All
 // epoch arithmetic saturates at the last epoch, so heights near 2^64 never
 // wrap.
+//
+// # Spreading the promotions
+//
+// Moving the epochs down when window w+1 begins, timer by timer, would make
+// that one block pay for a whole epoch (and the block's end-of-block
+// latency with it). So the two epochs that move when window w+1 begins are
+// moved during window w, a share per block, into places of their own:
+//
+//   - Staging, for epoch w+k+1 (the first of the epoch tier), which goes to
+//     the ring: L buckets, one per height (h - (w+k+1)L). Its heights' ring
+//     buckets are still in use by epoch w, hence the separate buckets. Each
+//     Advance moves ceil(remaining / blocks left in the window) timers from
+//     the front of the epoch's bucket, in FIFO order, to staging. When
+//     window w+1 begins, whatever is left is moved and each staging bucket
+//     becomes the ring bucket of its height whole (O(1): its chunks are
+//     relinked and no timer moves), so that block costs O(L), not O(n).
+//   - The overflow stage, for epoch w+k+C+1, which goes from the tree to
+//     the epoch tier: one bucket, filled with ceil(remaining / blocks left)
+//     timers per Advance from the front of the tree (the tree is in (height,
+//     seq) order and the epoch is its first range). Its epoch bucket is the
+//     one being staged from, hence again a separate bucket; when window w+1
+//     begins it becomes that epoch bucket whole.
+//
+// Staged timers still count as their tier (the epoch tier and the overflow
+// tier): TierOf, Walk, TierLens and NextAfter see the same as without the
+// stages, and so delivery cannot tell. Per height, insertion order survives
+// because each stage takes a prefix of its source, so a height's staged
+// timers precede its unstaged ones, and an Insert goes behind the unstaged
+// ones while any of its height may remain in the source (see Insert).
+// Remove tells the places apart in O(1) by seq, because the resident timers
+// of a height are in seq order: a timer is staged iff its seq is at most the
+// last one staged for its height (stageSeq per height of the staged epoch;
+// for the overflow stage one (height, seq) bound, the source being sorted).
+//
+// The share is counted in timers, not heights, so a block moves O(n/L)
+// timers even when an epoch's timers share one height. Counting the
+// overflow stage's epoch takes one ordered scan of it when the window
+// begins (see enter): still O(n) in that block, but about 10 ns a timer
+// where moving one costs a few hundred (the tree offers no rank query).
 package calendar
 
 import (
@@ -73,11 +112,30 @@ type Queue struct {
 	w        uint64                       // current epoch H/L
 	ringEnd  uint64                       // last height the ring holds in window w
 	epochEnd uint64                       // last height the epoch tier holds in window w
+
+	// Staging of epoch w+k+1, when there is one (ringEnd < epochEnd: the
+	// ring does not reach the last epoch yet).
+	stage     ring.Buckets // bucket h - stageLo: the staged timers of height h
+	stageSeq  []uint64     // per stage bucket, the bound on its seqs (see Remove); 0 when nothing was staged
+	stageUsed bool         // some stageSeq may not be 0
+	stageLo   uint64       // first height of the staged epoch: ringEnd + 1
+	stageSrc  uint64       // the staged epoch's bucket in the epoch tier
+	winEnd    uint64       // last height of window w
+
+	// The overflow stage of epoch w+k+C+1, when there is one (epochEnd <
+	// 2^64-1): a prefix of the tree in (height, seq) order, up to (ostH,
+	// ostSeq) included ((0, 0) while empty), and inserts that follow it.
+	ostage  ring.Buckets // a single bucket
+	ostH    uint64
+	ostSeq  uint64
+	ostEnd  uint64                  // last height of epoch w+k+C+1
+	ostLeft int                     // timers of that epoch still in the tree
+	countFn func(x ring.Entry) bool // counts the tree's first epoch into ostLeft, without allocating
 }
 
 // New returns an empty queue at height 0. When a timer moves down a tier
-// its new position is reported to moved (if not nil), so that its owner
-// can still Remove it.
+// (or into a stage) its new position is reported to moved (if not nil), so
+// that its owner can still Remove it.
 func New(l Layout, moved func(val uint64, p ring.Pos)) (*Queue, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -94,27 +152,52 @@ func New(l Layout, moved func(val uint64, p ring.Pos)) (*Queue, error) {
 		C: ring.NewChunks(), ring: r, epochs: e, overflow: overflow.New(), moved: moved,
 		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
+		stage:    ring.NewBuckets(l.EpochLength), stageSeq: make([]uint64, l.EpochLength),
+		ostage: ring.NewBuckets(1),
+	}
+	q.countFn = func(x ring.Entry) bool {
+		if x.Height > q.ostEnd {
+			return false
+		}
+		q.ostLeft++
+		return true
 	}
 	q.setWindow(0)
 	return q, nil
 }
 
-// setWindow moves the window to epoch w and caches its tier bounds, so
-// that TierOf, on every insert and cancel, is two comparisons.
+// setWindow moves the window to epoch w and caches its bounds, so that
+// TierOf, on every insert and cancel, is two comparisons.
 func (q *Queue) setWindow(w uint64) {
 	q.w = w
-	q.ringEnd, q.epochEnd = q.lastHeight(q.ringLast(w)), q.lastHeight(q.epochLast(w))
+	rl, el := q.ringLast(w), q.epochLast(w)
+	q.ringEnd, q.epochEnd = q.lastHeight(rl), q.lastHeight(el)
+	if rl < el { // so rl < maxEpoch: nothing below wraps
+		q.stageLo, q.stageSrc, q.winEnd = q.ringEnd+1, q.epochs.Index(rl+1), w*q.length+q.length-1
+	}
+	if el < q.maxEpoch {
+		q.ostEnd = q.lastHeight(el + 1)
+	}
 }
+
+// staging reports whether window w has a staged epoch (w+k+1, the first of
+// the epoch tier), which it has unless the ring reaches the last epoch.
+// The overflow stage needs one too: epochEnd < 2^64-1 implies it.
+func (q *Queue) staging() bool { return q.ringEnd < q.epochEnd }
 
 // Height is the current height.
 func (q *Queue) Height() uint64 { return q.cur }
 
 // Len is the number of timers in the three tiers.
-func (q *Queue) Len() int { return q.ring.Len() + q.epochs.Len() + q.overflow.Len() }
+func (q *Queue) Len() int {
+	r, e, o := q.TierLens()
+	return r + e + o
+}
 
-// TierLens reports how many timers each tier holds.
+// TierLens reports how many timers each tier holds; staged timers count as
+// the tier TierOf names.
 func (q *Queue) TierLens() (ringLen, epochLen, overflowLen int) {
-	return q.ring.Len(), q.epochs.Len(), q.overflow.Len()
+	return q.ring.Len(), q.epochs.Len() + q.stage.Len(), q.overflow.Len() + q.ostage.Len()
 }
 
 func (q *Queue) addEpochs(e, n uint64) uint64 {
@@ -147,18 +230,51 @@ func (q *Queue) TierOf(h uint64) Tier {
 }
 
 // Insert enqueues timer e, due at e.Height > Height(), with e.Seq > 0 and
-// greater than the Seq of every resident timer of the same height. It
-// returns the timer's position, which Remove needs (meaningless while the
-// timer is in the overflow tier, which finds it by height and seq).
+// greater than the Seq of every resident timer of the same height (so the
+// resident timers of a height are in seq order). It returns the timer's
+// position, which Remove needs (meaningless while the timer is in the
+// overflow tree, which finds it by height and seq).
 func (q *Queue) Insert(e ring.Entry) ring.Pos {
-	switch q.TierOf(e.Height) {
-	case TierRing:
+	h := e.Height
+	switch {
+	case h <= q.ringEnd:
 		return q.ring.Push(q.C, e)
-	case TierEpoch:
-		return q.epochs.Push(q.C, e)
+	case h <= q.epochEnd:
+		i := h - q.stageLo
+		if i >= q.length {
+			return q.epochs.Push(q.C, e)
+		}
+		// The staged epoch.
+		if q.epochs.At(q.stageSrc).Empty() {
+			// Nothing of it is left to stage, so nothing of height h.
+			return q.stage.Push(q.C, i, e)
+		}
+		// Behind the unstaged timers, which it must follow. A staged timer
+		// of height h with a seq >= e.Seq can only be one that was removed
+		// (e.Seq exceeds every resident's), so lowering the bound keeps
+		// Remove's test exact.
+		if e.Seq <= q.stageSeq[i] {
+			q.stageSeq[i] = e.Seq - 1
+		}
+		return q.epochs.Buckets.Push(q.C, q.stageSrc, e)
+	case q.inOstage(h, e.Seq):
+		// Below the bound, the tree holds nothing of height h: for h < ostH
+		// the stage took all of it; for h = ostH, a timer there would be
+		// resident with a seq above ostSeq >= e.Seq. So it goes behind the
+		// staged ones, and Remove finds it there by the same test.
+		return q.ostage.Push(q.C, 0, e)
+	}
+	if h <= q.ostEnd {
+		q.ostLeft++
 	}
 	q.overflow.Insert(e)
 	return 0
+}
+
+// inOstage reports whether the overflow-tier timer (h, seq) is in the
+// overflow stage: (h, seq) <= (ostH, ostSeq).
+func (q *Queue) inOstage(h, seq uint64) bool {
+	return h < q.ostH || h == q.ostH && seq <= q.ostSeq
 }
 
 // place inserts a timer that moves down a tier and reports its position.
@@ -167,20 +283,30 @@ func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
 // Remove takes the resident timer (height, seq), last reported at p, out
 // of its tier.
 func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
-	t := q.TierOf(height)
-	if t != TierOverflow {
-		if e := q.C.At(p); e.Height != height || e.Seq != seq {
-			panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds (%d, %d)", height, seq, p, e.Height, e.Seq))
-		}
-	}
-	switch t {
-	case TierRing:
-		q.ring.Kill(q.C, height, p, q.report)
-	case TierEpoch:
-		q.epochs.Kill(q.C, height, p, q.report)
-	default:
+	if height > q.epochEnd && !q.inOstage(height, seq) {
 		if !q.overflow.Delete(height, seq) {
 			panic(fmt.Sprintf("calendar: (%d, %d) not in overflow", height, seq))
+		}
+		if height <= q.ostEnd {
+			q.ostLeft--
+		}
+		return
+	}
+	if e := q.C.At(p); e.Height != height || e.Seq != seq {
+		panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds (%d, %d)", height, seq, p, e.Height, e.Seq))
+	}
+	switch {
+	case height <= q.ringEnd:
+		q.ring.Kill(q.C, height, p, q.report)
+	case height > q.epochEnd:
+		q.ostage.Kill(q.C, 0, p, q.report)
+	default:
+		// In the staged epoch, the staged timers of a height are those up
+		// to its bound, and all of them once nothing is left to stage.
+		if i := height - q.stageLo; i < q.length && (q.epochs.At(q.stageSrc).Empty() || seq <= q.stageSeq[i]) {
+			q.stage.Kill(q.C, i, p, q.report)
+		} else {
+			q.epochs.Kill(q.C, height, p, q.report)
 		}
 	}
 }
@@ -194,39 +320,125 @@ func (q *Queue) report(e ring.Entry, p ring.Pos) {
 
 // Advance moves the current height to h >= Height(). No resident timer may
 // be due strictly between the old height and h (NextAfter tells how far that
-// holds). Whole epochs that come into range move down a tier.
+// holds). When a new epoch begins, the epochs that come into range move down
+// a tier; in every block, a share of the next ones moves to the stages.
 func (q *Queue) Advance(h uint64) {
 	if h < q.cur {
 		panic(fmt.Sprintf("calendar: advance from %d back to %d", q.cur, h))
 	}
-	q.cur = h
-	w := h / q.length
-	if w == q.w {
+	if h == q.cur {
 		return
 	}
+	q.cur = h
+	if w := h / q.length; w != q.w {
+		q.enter(w)
+	}
+	q.stageShare()
+}
+
+// enter moves the window to epoch w > q.w and brings the tiers into line
+// with it.
+func (q *Queue) enter(w uint64) {
 	oldRing, oldEpoch := q.ringLast(q.w), q.epochLast(q.w)
+	staged, stageLo, stageSrc := q.staging(), q.stageLo, q.stageSrc
 	q.setWindow(w)
 	newRing, newEpoch := q.ringLast(w), q.epochLast(w)
-	// Epochs that leave the epoch tier for the ring, in epoch order (a jump
-	// over an empty tier costs nothing, however many epochs it spans).
-	for e := oldRing; e < newRing && e < oldEpoch && q.epochs.Len() > 0; {
-		e++ // never past newRing <= maxEpoch, so it cannot wrap
-		it := q.epochs.Take(e)
-		for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
-			q.place(x)
+	if !staged {
+		return // the ring reached the last epoch already: nothing moves
+	}
+	// The staged epoch oldRing+1 <= newRing enters the ring. Its ring
+	// buckets are free: the ring of window w spans at most R heights from
+	// w*L, and no resident timer is below w*L. Each staging bucket moves
+	// whole, then what was not staged yet follows it, in FIFO order.
+	if q.stage.Len() > 0 {
+		for i := uint64(0); i < q.length; i++ {
+			k, ok := q.stage.Next(i, q.length-i)
+			if !ok {
+				break
+			}
+			i += k
+			q.ring.MoveIn(stageLo+i, &q.stage, i)
 		}
 	}
-	if newEpoch == oldEpoch {
-		return
+	if q.stageUsed {
+		clear(q.stageSeq)
+		q.stageUsed = false
 	}
-	// Overflow timers that come into range, in (height, seq) order.
+	if q.epochs.At(stageSrc).Live > 0 {
+		q.placeAll(q.epochs.Buckets.Take(stageSrc))
+	}
+	// The epochs after it that leave the epoch tier for the ring (only when
+	// h jumps over epochs), whole and in epoch order; a jump over an empty
+	// tier costs nothing, however many epochs it spans.
+	for e := oldRing + 1; e < newRing && e < oldEpoch && q.epochs.Len() > 0; {
+		e++ // never past newRing <= maxEpoch, so it cannot wrap
+		q.placeAll(q.epochs.Take(e))
+	}
+	if newEpoch == oldEpoch {
+		return // saturated: the tree is empty
+	}
+	// The overflow stage holds the first part of epoch oldEpoch+1. Unless h
+	// jumped so far that the epoch is in the ring now, it goes whole to the
+	// epoch's bucket, free since the staged epoch (or a jumped one) left it.
+	if q.ostage.Len() > 0 {
+		if f := oldEpoch + 1; f > newRing {
+			q.ostage.MoveTo(0, &q.epochs.Buckets, q.epochs.Index(f))
+		} else {
+			q.placeAll(q.ostage.Take(0))
+		}
+	}
+	q.ostH, q.ostSeq = 0, 0
+	// The rest of the tree that comes into range, in (height, seq) order.
 	for {
 		x, ok := q.overflow.Min()
 		if !ok || x.Height/q.length > newEpoch {
-			return
+			break
 		}
 		q.overflow.PopMin()
 		q.place(x)
+	}
+	// Count the next epoch, which the overflow stage takes in this window.
+	q.ostLeft = 0
+	if newEpoch < q.maxEpoch {
+		q.overflow.Ascend(q.countFn)
+	}
+}
+
+// placeAll places every timer of it, in order.
+func (q *Queue) placeAll(it ring.Iter) {
+	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
+		q.place(x)
+	}
+}
+
+// stageShare moves this block's share to each stage: ceil(remaining /
+// blocks left in the window, this one included), so that about 1/L of an
+// epoch moves per block when every block runs, and nothing is left by the
+// window's last block, however many timers there are or arrive meanwhile.
+func (q *Queue) stageShare() {
+	if !q.staging() {
+		return
+	}
+	left := q.winEnd - q.cur + 1
+	if rem := uint64(q.epochs.At(q.stageSrc).Live); rem > 0 {
+		q.stageUsed = true
+		for n := (rem + left - 1) / left; n > 0; n-- {
+			x, _ := q.epochs.Buckets.Shift(q.C, q.stageSrc)
+			i := x.Height - q.stageLo
+			q.stageSeq[i] = x.Seq
+			q.report(x, q.stage.Push(q.C, i, x))
+		}
+	}
+	if q.ostLeft > 0 {
+		for n := (uint64(q.ostLeft) + left - 1) / left; n > 0; n-- {
+			x, _ := q.overflow.PopMin()
+			if x.Height > q.ostEnd {
+				panic(fmt.Sprintf("calendar: the overflow stage took height %d, past %d", x.Height, q.ostEnd))
+			}
+			q.ostLeft--
+			q.ostH, q.ostSeq = x.Height, x.Seq
+			q.report(x, q.ostage.Push(q.C, 0, x))
+		}
 	}
 }
 
@@ -245,9 +457,29 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 		}
 	}
 	if rl < el {
-		if e, ok := q.epochs.NextOccupied(rl+1, el); ok {
-			return q.epochs.MinHeight(q.C, e), true
+		// The staged epoch rl+1: staging is in height order, the rest of
+		// its bucket is not.
+		if q.stage.Len() > 0 {
+			i, _ := q.stage.Next(0, q.length)
+			h, ok = q.stageLo+i, true
 		}
+		if b := q.epochs.At(q.stageSrc); !b.Empty() {
+			if m := minHeight(q.C, b); !ok || m < h {
+				h, ok = m, true
+			}
+		}
+		if ok {
+			return h, true
+		}
+		if rl+1 < el { // else rl+2 may wrap (L = 1 at the top)
+			if e, ok := q.epochs.NextOccupied(rl+2, el); ok {
+				return q.epochs.MinHeight(q.C, e), true
+			}
+		}
+	}
+	// The overflow stage is a prefix of the tier (see Insert).
+	if b := q.ostage.At(0); !b.Empty() {
+		return minHeight(q.C, b), true
 	}
 	if x, ok := q.overflow.Min(); ok {
 		return x.Height, true
@@ -255,21 +487,17 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 	return 0, false
 }
 
-// Walk calls f for every resident timer, tier by tier, each in its order.
-// It is for tests and diagnostics, not the hot path.
+// minHeight is the lowest height in b, which holds a live entry: a walk.
+func minHeight(c *ring.Chunks, b *ring.Bucket) uint64 {
+	m := uint64(math.MaxUint64)
+	b.Walk(c, func(x ring.Entry) { m = min(m, x.Height) })
+	return m
+}
+
+// Walk calls f for every resident timer, tier by tier, each in its order,
+// and every stage before the rest of its source, so that per height the
+// timers come in insertion order. It is for tests and diagnostics, not the
+// hot path.
 func (q *Queue) Walk(f func(e ring.Entry, t Tier)) {
-	ringEnd := q.lastHeight(q.ringLast(q.w))
-	start := q.w * q.length
-	for x := start; ; x++ {
-		q.ring.Bucket(x).Walk(q.C, func(e ring.Entry) { f(e, TierRing) })
-		if x == ringEnd || x-start+1 == q.ring.Size() {
-			break
-		}
-	}
-	last := q.epochLast(q.w)
-	for e := q.ringLast(q.w); e < last; {
-		e++
-		q.epochs.Bucket(e).Walk(q.C, func(x ring.Entry) { f(x, TierEpoch) })
-	}
-	q.overflow.Ascend(func(x ring.Entry) bool { f(x, TierOverflow); return true })
+	q.walk(func(e ring.Entry, t Tier, _ ring.Pos, _ place) { f(e, t) })
 }

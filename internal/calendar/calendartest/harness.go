@@ -24,6 +24,7 @@ type Harness struct {
 	Height map[uint64]uint64   // seq -> height of a resident timer
 	Seq    uint64
 	Log    []string // what was delivered, step by step: layout-independent
+	Moves  int      // positions reported by the queue: timers it moved
 }
 
 func NewHarness(l calendar.Layout) (*Harness, error) {
@@ -33,6 +34,7 @@ func NewHarness(l calendar.Layout) (*Harness, error) {
 			panic(fmt.Sprintf("moved reports seq %d, which is not resident", val))
 		}
 		h.Pos[val] = p
+		h.Moves++
 	})
 	if err != nil {
 		return nil, err
@@ -185,8 +187,14 @@ func (h *Harness) Jump() error {
 
 // check verifies the structural invariants: every resident timer is in
 // exactly one tier, the one TierOf names; the counts agree; per height the
-// seqs are in insertion order across the whole walk.
+// seqs are in insertion order across the whole walk (ring, staging, epoch
+// buckets, overflow stage, tree); and the queue's own invariants (Verify):
+// every timer in a bucket is at its last reported position, in the bucket
+// of its height or epoch, and where Remove will look for it.
 func (h *Harness) Check() error {
+	if err := h.Q.Verify(func(val uint64) (ring.Pos, bool) { p, ok := h.Pos[val]; return p, ok }); err != nil {
+		return err
+	}
 	seen := make(map[uint64]bool, len(h.Pos))
 	lastSeq := map[uint64]uint64{}
 	var perTier [4]int

@@ -1,0 +1,11 @@
+package calendar
+
+// StageLens reports, for tests, the timers in staging and those of the
+// staged epoch still in its epoch bucket, and the timers in the overflow
+// stage and those of its epoch still in the tree.
+func (q *Queue) StageLens() (staged, unstaged, ostaged, ounstaged int) {
+	if q.staging() {
+		unstaged = q.epochs.At(q.stageSrc).Live
+	}
+	return q.stage.Len(), unstaged, q.ostage.Len(), q.ostLeft
+}

@@ -1,0 +1,146 @@
+package calendar
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/timerlane/timerlane/ring"
+)
+
+// place is where, inside its tier, a resident timer is.
+type place uint8
+
+const (
+	inRing   place = iota + 1
+	inStage        // staging of the staged epoch (tier: epoch)
+	inEpoch        // an epoch bucket (tier: epoch)
+	inOstage       // the overflow stage (tier: overflow)
+	inTree         // the overflow tree (tier: overflow)
+)
+
+// walk calls f for every resident timer with its tier, its position (0 in
+// the tree) and its place, in Walk's order.
+func (q *Queue) walk(f func(e ring.Entry, t Tier, p ring.Pos, pl place)) {
+	ringEnd := q.lastHeight(q.ringLast(q.w))
+	start := q.w * q.length
+	for x := start; ; x++ {
+		q.ring.Bucket(x).WalkPos(q.C, func(e ring.Entry, p ring.Pos) { f(e, TierRing, p, inRing) })
+		if x == ringEnd || x-start+1 == q.ring.Size() {
+			break
+		}
+	}
+	for i := range q.length {
+		q.stage.At(i).WalkPos(q.C, func(e ring.Entry, p ring.Pos) { f(e, TierEpoch, p, inStage) })
+	}
+	last := q.epochLast(q.w)
+	for e := q.ringLast(q.w); e < last; {
+		e++
+		q.epochs.Bucket(e).WalkPos(q.C, func(x ring.Entry, p ring.Pos) { f(x, TierEpoch, p, inEpoch) })
+	}
+	q.ostage.At(0).WalkPos(q.C, func(x ring.Entry, p ring.Pos) { f(x, TierOverflow, p, inOstage) })
+	q.overflow.Ascend(func(x ring.Entry) bool { f(x, TierOverflow, 0, inTree); return true })
+}
+
+// Verify checks the queue's internal invariants, for tests: every timer in
+// a bucket is at the position its owner was last told (pos returns it, by
+// the timer's Val; nil skips this), in the bucket of its height or epoch,
+// and in the place Remove will look for it; the stages hold what they
+// should and their counts agree. It walks everything: O(n + R + L + C).
+func (q *Queue) Verify(pos func(val uint64) (ring.Pos, bool)) error {
+	var err error
+	fail := func(format string, a ...any) {
+		if err == nil {
+			err = fmt.Errorf("calendar at %d: "+format, append([]any{q.cur}, a...)...)
+		}
+	}
+	srcEmpty := !q.staging() || q.epochs.At(q.stageSrc).Empty()
+	var nStage, nOstage, nTreeNext int
+	first := q.w * q.length
+	q.walk(func(e ring.Entry, t Tier, p ring.Pos, pl place) {
+		if pl != inTree && pos != nil {
+			if want, ok := pos(e.Val); !ok || want != p {
+				fail("(%d, %d) is at %d, its owner was told %d (known: %v)", e.Height, e.Seq, p, want, ok)
+			}
+		}
+		if t != q.TierOf(e.Height) {
+			fail("(%d, %d) is in tier %d, TierOf says %d", e.Height, e.Seq, t, q.TierOf(e.Height))
+		}
+		stagedEpoch := q.staging() && e.Height-q.stageLo < q.length
+		switch pl {
+		case inRing:
+			if e.Height < first {
+				fail("(%d, %d) in the ring is below the window", e.Height, e.Seq)
+			}
+		case inStage:
+			nStage++
+			if !stagedEpoch {
+				fail("(%d, %d) is staged outside the staged epoch", e.Height, e.Seq)
+			} else if !srcEmpty && e.Seq > q.stageSeq[e.Height-q.stageLo] {
+				fail("staged (%d, %d) is above its bound %d: Remove would not find it", e.Height, e.Seq, q.stageSeq[e.Height-q.stageLo])
+			}
+		case inEpoch:
+			if stagedEpoch && e.Seq <= q.stageSeq[e.Height-q.stageLo] {
+				fail("unstaged (%d, %d) is within its bound %d: Remove would not find it", e.Height, e.Seq, q.stageSeq[e.Height-q.stageLo])
+			}
+		case inOstage:
+			nOstage++
+			if e.Height > q.ostEnd || !q.inOstage(e.Height, e.Seq) {
+				fail("(%d, %d) in the overflow stage, past its epoch (%d) or its bound (%d, %d)", e.Height, e.Seq, q.ostEnd, q.ostH, q.ostSeq)
+			}
+		case inTree:
+			if q.inOstage(e.Height, e.Seq) {
+				fail("(%d, %d) in the tree is within the overflow stage's bound (%d, %d)", e.Height, e.Seq, q.ostH, q.ostSeq)
+			}
+			if e.Height <= q.ostEnd {
+				nTreeNext++
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	// Every bucket holds one height (the ring, staging) or one epoch (the
+	// epoch tier): a walk in bucket order from the right bucket.
+	for x := range q.ring.Size() {
+		h := first + x
+		q.ring.Bucket(h).Walk(q.C, func(e ring.Entry) {
+			if e.Height != h {
+				fail("ring bucket of %d holds height %d", h, e.Height)
+			}
+		})
+	}
+	for i := range q.length {
+		q.stage.At(i).Walk(q.C, func(e ring.Entry) {
+			if e.Height != q.stageLo+i {
+				fail("stage bucket %d (height %d) holds height %d", i, q.stageLo+i, e.Height)
+			}
+		})
+	}
+	for e := range q.epochs.Count() {
+		b := q.epochs.At(e)
+		b.Walk(q.C, func(x ring.Entry) {
+			if q.epochs.Index(q.epochs.Of(x.Height)) != e {
+				fail("epoch bucket %d holds height %d", e, x.Height)
+			}
+		})
+	}
+	switch {
+	case nStage != q.stage.Len() || nOstage != q.ostage.Len():
+		fail("stages hold %d and %d, count %d and %d", nStage, nOstage, q.stage.Len(), q.ostage.Len())
+	case q.epochEnd == math.MaxUint64 && (nOstage > 0 || q.ostLeft != 0):
+		fail("an overflow stage (%d, counted %d) without an overflow tier", nOstage, q.ostLeft)
+	case q.epochEnd < math.MaxUint64 && nTreeNext != q.ostLeft:
+		fail("the tree holds %d of the next epoch, counted %d", nTreeNext, q.ostLeft)
+	case !q.staging() && (nStage > 0 || nOstage > 0):
+		fail("stages hold timers without a staged epoch")
+	}
+	if !q.stageUsed {
+		for i, s := range q.stageSeq {
+			if s != 0 {
+				fail("stage bound %d is %d, not marked used", i, s)
+				break
+			}
+		}
+	}
+	return err
+}
