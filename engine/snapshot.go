@@ -1,0 +1,451 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/timerlane/timerlane/internal/bytepool"
+	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// A snapshot is the whole state between blocks, in the canonical encodings
+// of docs/STATE_ROOT.md:
+//
+//	"TLSNAP" || version[1] = 1
+//	|| len(scheduler)[4] || scheduler encoding
+//	|| n_timers[8] || n × (timer_id[32] || len[4] || timer encoding), in seq order
+//	|| n_fairness[8] || n × (height[8] || actor[20] || fires[8]), oldest first
+//	|| root[32] (zero when Config.StateRoot is off)
+//
+// Restore rebuilds an engine from it under any tier layout: the layout is
+// not state. The storage layer (wal) frames and checksums snapshots; a
+// snapshot decodes strictly, so a damaged one is an error, never a wrong
+// state.
+
+var snapshotMagic = []byte("TLSNAP\x01")
+
+// ErrSnapshot is a snapshot that cannot be restored: damaged, truncated,
+// or written under another configuration.
+var ErrSnapshot = errors.New("timerlane: bad snapshot")
+
+// WriteSnapshot writes the engine's state to w. It must be called between
+// blocks.
+func (e *Engine) WriteSnapshot(w io.Writer) error {
+	if e.phase != phaseIdle {
+		return ErrBlockOpen
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var buf []byte
+	buf = append(buf, snapshotMagic...)
+	sched := e.appendScheduler(nil)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(sched)))
+	buf = append(buf, sched...)
+	order := e.timersBySeq()
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(order)))
+	if _, err := bw.Write(buf); err != nil {
+		return err
+	}
+	for _, i := range order {
+		buf = append(buf[:0], e.recs.At(i).id[:]...)
+		buf = binary.BigEndian.AppendUint32(buf, 0) // length, patched below
+		buf = e.appendTimer(buf, i)
+		binary.BigEndian.PutUint32(buf[32:36], uint32(len(buf)-36))
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	var fair []byte
+	n := 0
+	e.lane.window.Walk(func(h uint64, a uint32, fires uint64) {
+		fair = binary.BigEndian.AppendUint64(fair, h)
+		fair = append(fair, e.actors.recs[a].addr[:]...)
+		fair = binary.BigEndian.AppendUint64(fair, fires)
+		n++
+	})
+	buf = binary.BigEndian.AppendUint64(buf[:0], uint64(n))
+	buf = append(buf, fair...)
+	root := e.Root()
+	buf = append(buf, root[:]...)
+	if _, err := bw.Write(buf); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// timersBySeq lists the pending timers' records in insertion order.
+func (e *Engine) timersBySeq() []uint32 {
+	var out []uint32
+	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { out = append(out, uint32(x.Val)) })
+	out = append(out, e.lane.deferred...)
+	slices.SortFunc(out, func(a, b uint32) int { return cmpU64(e.recs.At(a).seq, e.recs.At(b).seq) })
+	return out
+}
+
+// snapReader decodes with bounds checks; the first failure sticks.
+type snapReader struct {
+	r   *bufio.Reader
+	err error
+	at  string
+}
+
+func (s *snapReader) fail(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf("%w: %s: %s", ErrSnapshot, s.at, fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *snapReader) bytes(n int) []byte {
+	if s.err != nil {
+		return nil
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(s.r, b); err != nil {
+		s.fail("truncated (%v)", err)
+		return nil
+	}
+	return b
+}
+
+func (s *snapReader) u32() uint32 {
+	if b := s.bytes(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (s *snapReader) u64() uint64 {
+	if b := s.bytes(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+// Restore builds an engine with configuration cfg from a snapshot. The
+// snapshot's configuration (everything in the scheduler leaf but the lane
+// figures) must be cfg's; the tier layout may differ. With
+// cfg.StateRoot, the restored state's root must equal the snapshot's.
+func Restore(cfg Config, r io.Reader) (*Engine, error) {
+	e, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &snapReader{r: bufio.NewReaderSize(r, 1<<16), at: "header"}
+	if m := s.bytes(len(snapshotMagic)); s.err == nil && string(m) != string(snapshotMagic) {
+		s.fail("not a timerlane snapshot of version 1")
+	}
+	s.at = "scheduler"
+	n := s.u32()
+	if s.err == nil && n > 1<<20 {
+		s.fail("length %d", n)
+	}
+	sched := s.bytes(int(n))
+	if s.err != nil {
+		return nil, s.err
+	}
+	if err := e.restoreScheduler(sched); err != nil {
+		return nil, fmt.Errorf("%w: scheduler: %v", ErrSnapshot, err)
+	}
+	e.q.Advance(e.height)
+
+	s.at = "timers"
+	count := s.u64()
+	lastSeq := uint64(0)
+	for k := uint64(0); k < count && s.err == nil; k++ {
+		s.at = fmt.Sprintf("timer %d", k)
+		id := s.bytes(32)
+		n := s.u32()
+		if s.err == nil && n > 64+2*bytepool.MaxLen {
+			s.fail("length %d", n)
+		}
+		enc := s.bytes(int(n))
+		if s.err != nil {
+			break
+		}
+		t, err := e.decodeTimer(enc)
+		if err == nil && t.seq <= lastSeq {
+			err = fmt.Errorf("seq %d after %d: not in insertion order", t.seq, lastSeq)
+		}
+		if err == nil {
+			err = e.restoreTimer(TimerID(id), &t)
+		}
+		if err != nil {
+			s.fail("%v", err)
+			break
+		}
+		lastSeq = t.seq
+	}
+	if s.err == nil && lastSeq >= e.seq {
+		s.at = "timers"
+		s.fail("seq %d is not below the next seq %d", lastSeq, e.seq)
+	}
+
+	s.at = "fairness"
+	count = s.u64()
+	if s.err == nil && count > 0 && cfg.Policy != PolicyLane {
+		s.fail("fairness entries under policy fifo")
+	}
+	lastH := uint64(0)
+	seen := map[Address]bool{} // the actors of height lastH
+	for k := uint64(0); k < count && s.err == nil; k++ {
+		h := s.u64()
+		addr := Address(s.bytes(20))
+		fires := s.u64()
+		if h != lastH {
+			clear(seen)
+		}
+		i, _ := e.actors.lookup(&addr)
+		switch {
+		case s.err != nil:
+		case h < lastH:
+			s.fail("entry %d at height %d after height %d", k, h, lastH)
+		case h > e.height || fires == 0 || fires > 1<<40 || seen[addr]:
+			s.fail("entry %d: height %d, %d fires, actor %s", k, h, fires, addr)
+		case e.lane.window.Recent(i) > 1<<61:
+			s.fail("entry %d: actor %s has too many fires", k, addr)
+		default:
+			if i == 0 || e.lane.window.Recent(i) == 0 {
+				i = e.actors.ref(i, &addr) // the window's reference
+			}
+			e.lane.window.Add(h, i, fires)
+			e.fairAdded(h, i, fires)
+			lastH, seen[addr] = h, true
+		}
+	}
+	s.at = "root"
+	root := s.bytes(32)
+	if s.err == nil {
+		if _, err := s.r.ReadByte(); err != io.EOF {
+			s.fail("bytes after the root")
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if cfg.StateRoot && string(root) != string(make([]byte, 32)) { // zero: written without a root
+		if got := e.Root(); string(got[:]) != string(root) {
+			return nil, fmt.Errorf("%w: the restored state's root %x is not the snapshot's %x", ErrSnapshot, got, root)
+		}
+	}
+	return e, nil
+}
+
+// decodedTimer is a timer read from its canonical encoding.
+type decodedTimer struct {
+	actor         Address
+	height, seq   uint64
+	handler, body []byte
+	fees          Fees
+}
+
+// decodeTimer reads appendTimer's encoding, strictly.
+func (e *Engine) decodeTimer(b []byte) (decodedTimer, error) {
+	var t decodedTimer
+	take := func(n int) ([]byte, bool) {
+		if len(b) < n {
+			return nil, false
+		}
+		x := b[:n]
+		b = b[n:]
+		return x, true
+	}
+	short := errors.New("timer encoding truncated")
+	if x, ok := take(1 + 20 + 8 + 8 + 4); !ok || x[0] != tagTimer {
+		return t, errors.New("not a timer encoding")
+	} else {
+		t.actor = Address(x[1:21])
+		t.height = binary.BigEndian.Uint64(x[21:29])
+		t.seq = binary.BigEndian.Uint64(x[29:37])
+		hl := binary.BigEndian.Uint32(x[37:41])
+		if hl > e.cfg.MaxHandlerBytes {
+			return t, fmt.Errorf("handler of %d bytes", hl)
+		}
+		if t.handler, ok = take(int(hl)); !ok {
+			return t, short
+		}
+	}
+	x, ok := take(4)
+	if !ok {
+		return t, short
+	}
+	pl := binary.BigEndian.Uint32(x)
+	if pl > e.cfg.MaxPayloadBytes {
+		return t, fmt.Errorf("payload of %d bytes", pl)
+	}
+	if t.body, ok = take(int(pl)); !ok {
+		return t, short
+	}
+	x, ok = take(1)
+	if !ok {
+		return t, short
+	}
+	set := FeeField(x[0])
+	if set&^(HasFeePayer|HasGasLimit|HasExpiresAt|HasMaxFee|HasMaxPriorityFee|HasTier) != 0 {
+		return t, fmt.Errorf("fee fields %#x", x[0])
+	}
+	f := &t.fees
+	f.Set = set
+	for _, field := range []struct {
+		bit FeeField
+		n   int
+		set func([]byte)
+	}{
+		{HasFeePayer, 20, func(x []byte) { f.FeePayer = Address(x) }},
+		{HasGasLimit, 8, func(x []byte) { f.GasLimit = binary.BigEndian.Uint64(x) }},
+		{HasExpiresAt, 8, func(x []byte) { f.ExpiresAt = binary.BigEndian.Uint64(x) }},
+		{HasMaxFee, 16, func(x []byte) { f.MaxFee = amountBE(x) }},
+		{HasMaxPriorityFee, 16, func(x []byte) { f.MaxPriorityFee = amountBE(x) }},
+		{HasTier, 1, func(x []byte) { f.Tier = PriorityTier(x[0]) }},
+	} {
+		if set&field.bit == 0 {
+			continue
+		}
+		x, ok := take(field.n)
+		if !ok {
+			return t, short
+		}
+		field.set(x)
+	}
+	if set&HasTier != 0 && f.Tier > Urgent {
+		return t, fmt.Errorf("priority tier %d", f.Tier)
+	}
+	if set != 0 && e.cfg.Policy != PolicyLane {
+		return t, errors.New("fee fields under policy fifo")
+	}
+	if len(b) != 0 {
+		return t, fmt.Errorf("%d bytes after the timer", len(b))
+	}
+	return t, nil
+}
+
+func amountBE(x []byte) Amount {
+	return Amount{Hi: binary.BigEndian.Uint64(x[:8]), Lo: binary.BigEndian.Uint64(x[8:16])}
+}
+
+// restoreTimer makes t pending as timer id, in its tier or, when its
+// height has passed (a lane timer waiting), on the deferred list.
+func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) error {
+	at, _, dup := e.ids.lookup(&id)
+	if dup {
+		return fmt.Errorf("timer %s twice", id)
+	}
+	if t.height <= e.height && e.cfg.Policy != PolicyLane {
+		return fmt.Errorf("timer %s at height %d is not after the current height %d", id, t.height, e.height)
+	}
+	if t.height == 0 {
+		return fmt.Errorf("timer %s at height 0", id)
+	}
+	i := e.allocRec()
+	r := e.recs.At(i)
+	*r = rec{id: id, height: t.height, seq: t.seq, handlerLen: uint32(len(t.handler)), payloadLen: uint32(len(t.body))}
+	if n := len(t.handler) + len(t.body); n > 0 {
+		ref, buf := e.data.Alloc(n)
+		copy(buf[copy(buf, t.handler):], t.body)
+		r.data = ref
+	}
+	if t.fees.Set != 0 {
+		r.fee = e.allocFee()
+		e.lane.fees.At(r.fee).Fees = t.fees
+	}
+	ai, pending := e.actors.lookup(&t.actor)
+	if pending >= e.cfg.MaxTimersPerActor {
+		return fmt.Errorf("actor %s has more than max_timers_per_actor timers", t.actor)
+	}
+	r.actor = e.actors.ref(ai, &t.actor)
+	e.actors.recs[r.actor].pending++
+	e.ids.putAt(at, &id, i)
+	e.pending++
+	if t.height <= e.height {
+		e.addDeferred(i)
+	} else {
+		r.pos = e.q.Insert(ring.Entry{Height: t.height, Seq: t.seq, Val: uint64(i)})
+	}
+	e.touch(&id)
+	return nil
+}
+
+// restoreScheduler sets the scheduler state from its encoding, after
+// checking that its configuration is the engine's.
+func (e *Engine) restoreScheduler(b []byte) error {
+	want := e.appendScheduler(nil) // a fresh engine: the configuration part is comparable
+	// Layout of appendScheduler: tag, height 8, started 1, seq 8, then the
+	// configuration up to the lane figures.
+	const head = 1 + 8 + 1 + 8
+	cfgLen := 4 + 4 + 4 + 8*4 + 1 + 8 + 16 + 4 + 20*len(e.cfg.SystemDeployers)
+	if len(b) < head+cfgLen || b[0] != tagScheduler {
+		return errors.New("truncated or not a scheduler encoding")
+	}
+	if string(b[head:head+cfgLen]) != string(want[head:head+cfgLen]) {
+		return errors.New("written under another configuration (limits, policy, activation, initial basefee or system deployers differ)")
+	}
+	e.height = binary.BigEndian.Uint64(b[1:9])
+	switch b[9] {
+	case 0:
+		e.started = false
+	case 1:
+		e.started = true
+	default:
+		return fmt.Errorf("started byte %d", b[9])
+	}
+	e.seq = binary.BigEndian.Uint64(b[10:18])
+	if e.seq == 0 || (e.height == 0) == e.started {
+		return fmt.Errorf("height %d, started %v, next seq %d", e.height, e.started, e.seq)
+	}
+	rest := b[head+cfgLen:]
+	s := &e.lane
+	if len(rest) < 1+16+16+8 || rest[0] > 1 {
+		return errors.New("lane figures truncated")
+	}
+	s.started = rest[0] == 1
+	s.basefee, s.p50 = amountBE(rest[1:17]), amountBE(rest[17:33])
+	s.lastCycles = binary.BigEndian.Uint64(rest[33:41])
+	rest = rest[41:]
+	p, rest, err := decodeParams(rest)
+	if err != nil {
+		return err
+	}
+	s.params = p
+	s.window.SetBlocks(max(1, p.FairnessWindowBlocks))
+	if len(rest) < 1 || rest[0] > 1 {
+		return errors.New("update flag truncated")
+	}
+	if rest[0] == 1 {
+		u, tail, err := decodeParams(rest[1:])
+		if err != nil {
+			return err
+		}
+		s.update, rest = &u, tail
+	} else {
+		rest = rest[1:]
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%d bytes after the scheduler state", len(rest))
+	}
+	if e.cfg.Policy == PolicyLane {
+		if err := s.params.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const paramsLen = 7*8 + 16 + 4*8
+
+func decodeParams(b []byte) (LaneParams, []byte, error) {
+	var p LaneParams
+	if len(b) < paramsLen {
+		return p, nil, errors.New("lane parameters truncated")
+	}
+	v := func(k int) uint64 { return binary.BigEndian.Uint64(b[8*k:]) }
+	p.LaneTimerCycles, p.GCCycles, p.GCCostPerTimer, p.MaxCyclesPerFireAuction = v(0), v(1), v(2), v(3)
+	p.FairnessWindowBlocks, p.MaxTTLBlocks, p.BidDeprecationBlocks = v(4), v(5), v(6)
+	p.MinBasefee = amountBE(b[56:72])
+	for t := range p.TierMultipliers {
+		p.TierMultipliers[t] = binary.BigEndian.Uint64(b[72+8*t:])
+	}
+	return p, b[paramsLen:], nil
+}
