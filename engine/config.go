@@ -5,6 +5,7 @@ import (
 
 	"github.com/timerlane/timerlane/internal/bytepool"
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/wal"
 )
 
 // Config is the engine's configuration. Start from DefaultConfig; zero
@@ -36,6 +37,12 @@ type Config struct {
 	// Root and Prove need it. It costs a Keccak-256 and a tree path per
 	// timer a block changes, paid at Root (Commit does not compute it).
 	StateRoot bool
+
+	// Durability (used by Open only): when the write-ahead log fsyncs
+	// (default every block) and how many records lie between full
+	// snapshots (0: DefaultSnapshotEvery).
+	Sync          wal.SyncPolicy
+	SnapshotEvery uint64
 }
 
 // Policy names an end-of-block policy.

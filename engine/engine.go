@@ -66,6 +66,7 @@ type Engine struct {
 	obs      Observer
 	lane     laneState
 	root     *stateRoot // nil unless Config.StateRoot
+	dur      *durable   // nil unless opened on a directory (Open)
 
 	keccak  hash.Hash
 	pre     [36]byte // actor || height (id preimage head)
@@ -138,6 +139,9 @@ func (e *Engine) Pending() int { return e.pending }
 // later one must be the previous + 1. Epoch maintenance runs here, before
 // the block's transactions (CIP-1 §3 step 2).
 func (e *Engine) BeginBlock(h uint64) error {
+	if err := e.logFailed(); err != nil {
+		return err
+	}
 	if e.phase != phaseIdle {
 		if e.phase == phaseTxs {
 			return ErrBlockOpen
@@ -286,7 +290,16 @@ func (e *Engine) Commit() error {
 	if e.phase != phaseEnded {
 		return ErrBlockNotEnded
 	}
+	if err := e.logFailed(); err != nil {
+		return err
+	}
 	e.phase = phaseIdle
+	if e.dur != nil {
+		if err := e.logBlock(); err != nil {
+			e.dur.failed = err
+			return fmt.Errorf("%w: %v", ErrLogFailed, err)
+		}
+	}
 	return nil
 }
 
@@ -295,6 +308,9 @@ func (e *Engine) Commit() error {
 // returns the height reached. An empty block changes nothing but the height,
 // so skipping is exactly equivalent to running them one by one.
 func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
+	if err := e.logFailed(); err != nil {
+		return e.height, err
+	}
 	if e.phase != phaseIdle {
 		return e.height, ErrBlockOpen
 	}

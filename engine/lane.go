@@ -658,6 +658,9 @@ func (e *Engine) recordFires(h uint64) {
 		}
 		s.window.Add(h, a, uint64(s.fireCount[a]))
 		e.fairAdded(h, a, uint64(s.fireCount[a]))
+		if e.dur != nil {
+			e.dur.fair = append(e.dur.fair, fairEntry{h, e.actors.recs[a].addr, uint64(s.fireCount[a])})
+		}
 		s.fireCount[a] = 0
 	}
 	s.firing = s.firing[:0]

@@ -66,6 +66,9 @@ func (e *Engine) touch(id *TimerID) {
 	if e.root != nil {
 		e.root.dirty = append(e.root.dirty, *id)
 	}
+	if e.dur != nil {
+		e.dur.journalTouch(id)
+	}
 }
 
 // Root returns the state root of the current state: between blocks, that of

@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/timerlane/timerlane/internal/vfs"
+	"github.com/timerlane/timerlane/wal"
+)
+
+// Durability: an engine opened on a directory writes one record per
+// committed block to a write-ahead log (package wal) and a full snapshot
+// every Config.SnapshotEvery records; Open recovers the last durable
+// block from the newest snapshot and the records after it.
+//
+// A record is the block's net change, in the canonical encodings of
+// docs/STATE_ROOT.md:
+//
+//	version[1] = 1 || height[8]
+//	|| len(scheduler)[4] || scheduler encoding (the state after the block)
+//	|| n_upserts[4] || n × (timer_id[32] || len[4] || timer encoding), by seq
+//	|| n_deletes[4] || n × timer_id[32]
+//	|| n_fairness[4] || n × (height[8] || actor[20] || fires[8])
+//	|| root[32] (zero when Config.StateRoot is off)
+//
+// Upserts are the timers pending after the block that it added or changed;
+// deletes the timers it removed (fired, cancelled, collected). Applying a
+// record to the state of the block before gives the state after, and its
+// root is checked.
+
+// ErrLogFailed is returned by every block call after the log failed to
+// take a block (an I/O error or a full disk): the engine's state may be
+// ahead of its log, so it refuses to go on until it is reopened.
+var ErrLogFailed = errors.New("timerlane: the write-ahead log failed; reopen the engine")
+
+// ErrBadRecord is a log record that cannot be applied: damaged (past its
+// checksum), or not the engine's.
+var ErrBadRecord = errors.New("timerlane: bad log record")
+
+// durable is the engine's side of its log.
+type durable struct {
+	log     *wal.Log
+	rec     uint64 // records in the log: the log's height
+	every   uint64 // records between snapshots
+	journal []TimerID
+	fair    []fairEntry
+	buf     []byte
+	failed  error
+}
+
+type fairEntry struct {
+	height uint64
+	actor  Address
+	n      uint64
+}
+
+// Open opens the engine whose write-ahead log is in dir (created if
+// missing), recovering the state of the last durable block; later blocks
+// are logged at Commit. The configuration must be the one the log was
+// written with, except for the tier layout and the durability options.
+func Open(dir string, cfg Config) (*Engine, error) {
+	return openFS(vfs.OS, dir, cfg, wal.Options{})
+}
+
+func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, error) {
+	if opts.Sync == (wal.SyncPolicy{}) {
+		opts.Sync = cfg.Sync
+	}
+	log, err := wal.Open(fsys, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	e, err := recoverFrom(log, cfg)
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	every := cfg.SnapshotEvery
+	if every == 0 {
+		every = DefaultSnapshotEvery
+	}
+	e.dur = &durable{log: log, rec: log.LastHeight(), every: every}
+	return e, nil
+}
+
+// DefaultSnapshotEvery is the records between snapshots when
+// Config.SnapshotEvery is 0.
+const DefaultSnapshotEvery = 1000
+
+func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
+	_, r, ok, err := log.OpenSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	var e *Engine
+	if ok {
+		e, err = Restore(cfg, r)
+		r.Close()
+	} else {
+		e, err = New(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	err = log.Replay(func(n uint64, body []byte) error {
+		if err := e.applyRecord(body); err != nil {
+			return fmt.Errorf("record %d: %w", n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close closes the engine's log (a no-op for an engine without one). A
+// closed engine must not be used again.
+func (e *Engine) Close() error {
+	if e.dur == nil {
+		return nil
+	}
+	err := e.dur.log.Close()
+	e.dur.failed = ErrLogFailed
+	return err
+}
+
+// Durable is the last block whose record is known to be on stable storage
+// (with a SyncInterval policy, blocks after it may still be lost).
+func (e *Engine) Durable() (records uint64) {
+	if e.dur == nil {
+		return 0
+	}
+	return e.dur.log.DurableHeight()
+}
+
+// logFailed reports whether the engine refuses blocks.
+func (e *Engine) logFailed() error {
+	if e.dur != nil && e.dur.failed != nil {
+		return ErrLogFailed
+	}
+	return nil
+}
+
+// journalTouch notes a changed timer for the block's record.
+func (d *durable) journalTouch(id *TimerID) { d.journal = append(d.journal, *id) }
+
+// logBlock writes the committed block's record, and a snapshot when due.
+func (e *Engine) logBlock() error {
+	d := e.dur
+	slices.SortFunc(d.journal, func(a, b TimerID) int { return bytes.Compare(a[:], b[:]) })
+	d.journal = slices.Compact(d.journal)
+	var ups, dels []uint32 // records of upserts; indexes in journal of deletes
+	for k := range d.journal {
+		if i, ok := e.ids.get(&d.journal[k]); ok {
+			ups = append(ups, i)
+		} else {
+			dels = append(dels, uint32(k))
+		}
+	}
+	slices.SortFunc(ups, func(a, b uint32) int { return cmpU64(e.recs.At(a).seq, e.recs.At(b).seq) })
+	b := append(d.buf[:0], 1)
+	b = binary.BigEndian.AppendUint64(b, e.height)
+	at := len(b)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = e.appendScheduler(b)
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ups)))
+	for _, i := range ups {
+		b = append(b, e.recs.At(i).id[:]...)
+		at := len(b)
+		b = binary.BigEndian.AppendUint32(b, 0)
+		b = e.appendTimer(b, i)
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(dels)))
+	for _, k := range dels {
+		b = append(b, d.journal[k][:]...)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d.fair)))
+	for _, f := range d.fair {
+		b = binary.BigEndian.AppendUint64(b, f.height)
+		b = append(b, f.actor[:]...)
+		b = binary.BigEndian.AppendUint64(b, f.n)
+	}
+	root := e.Root()
+	b = append(b, root[:]...)
+	d.buf = b
+	d.journal, d.fair = d.journal[:0], d.fair[:0]
+	if err := d.log.Append(d.rec+1, b); err != nil {
+		return err
+	}
+	d.rec++
+	if d.rec%d.every == 0 {
+		var snap bytes.Buffer
+		if err := e.WriteSnapshot(&snap); err != nil {
+			return err
+		}
+		if err := d.log.WriteSnapshot(d.rec, &snap); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyRecord applies a block's record to the state of the block before.
+func (e *Engine) applyRecord(body []byte) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadRecord, fmt.Sprintf(format, args...))
+	}
+	b := body
+	take := func(n int) []byte {
+		if n < 0 || len(b) < n {
+			b = nil
+			return nil
+		}
+		x := b[:n]
+		b = b[n:]
+		return x
+	}
+	u32 := func() (uint32, bool) {
+		x := take(4)
+		if x == nil {
+			return 0, false
+		}
+		return binary.BigEndian.Uint32(x), true
+	}
+	head := take(9)
+	if head == nil || head[0] != 1 {
+		return bad("not a version 1 record")
+	}
+	height := binary.BigEndian.Uint64(head[1:])
+	if height < e.height || height == e.height && e.started {
+		return bad("block %d after block %d", height, e.height)
+	}
+	n, ok := u32()
+	sched := take(int(n))
+	if !ok || sched == nil {
+		return bad("truncated scheduler state")
+	}
+	e.q.Advance(height)
+	nUps, ok := u32()
+	if !ok {
+		return bad("truncated")
+	}
+	type up struct {
+		id  TimerID
+		enc []byte
+	}
+	ups := make([]up, 0, min(int(nUps), 1<<16))
+	for k := uint32(0); k < nUps; k++ {
+		id := take(32)
+		n, ok := u32()
+		enc := take(int(n))
+		if id == nil || !ok || enc == nil {
+			return bad("truncated upsert %d", k)
+		}
+		ups = append(ups, up{TimerID(id), enc})
+	}
+	nDels, ok := u32()
+	if !ok {
+		return bad("truncated")
+	}
+	for k := uint32(0); k < nDels; k++ {
+		id := take(32)
+		if id == nil {
+			return bad("truncated delete %d", k)
+		}
+		if i, ok := e.ids.get((*TimerID)(id)); ok {
+			e.drop(i)
+		}
+	}
+	for _, u := range ups {
+		t, err := e.decodeTimer(u.enc)
+		if err != nil {
+			return bad("upsert %s: %v", u.id, err)
+		}
+		if i, ok := e.ids.get(&u.id); ok {
+			r := e.recs.At(i)
+			if r.seq != t.seq || r.height != t.height {
+				return bad("upsert %s changes its height or seq", u.id)
+			}
+			if t.fees.Set != 0 {
+				if r.fee == 0 {
+					r.fee = e.allocFee()
+				}
+				e.lane.fees.At(r.fee).Fees = t.fees
+			}
+			e.touch(&u.id)
+			continue
+		}
+		if t.seq < e.seq {
+			return bad("new timer %s has seq %d below the next %d", u.id, t.seq, e.seq)
+		}
+		e.height = height // restoreTimer places by the current height
+		if err := e.restoreTimer(u.id, &t); err != nil {
+			return bad("%v", err)
+		}
+	}
+	// What is left due at this height waited (the lane's deferred list).
+	due := e.q.Take()
+	for x, ok := due.Next(e.q.C); ok; x, ok = due.Next(e.q.C) {
+		e.addDeferred(uint32(x.Val))
+	}
+	nFair, ok := u32()
+	if !ok {
+		return bad("truncated")
+	}
+	if e.laneActive(height) {
+		e.expireWindow(height)
+	}
+	for k := uint32(0); k < nFair; k++ {
+		x := take(36)
+		if x == nil {
+			return bad("truncated fairness entry %d", k)
+		}
+		h, addr, fires := binary.BigEndian.Uint64(x), Address(x[8:28]), binary.BigEndian.Uint64(x[28:])
+		if h != height || fires == 0 || fires > 1<<40 {
+			return bad("fairness entry %d: height %d, %d fires", k, h, fires)
+		}
+		i, _ := e.actors.lookup(&addr)
+		if i == 0 || e.lane.window.Recent(i) == 0 {
+			i = e.actors.ref(i, &addr)
+		}
+		e.lane.window.Add(h, i, fires)
+		e.fairAdded(h, i, fires)
+	}
+	root := take(32)
+	if root == nil || len(b) != 0 {
+		return bad("bad length")
+	}
+	if err := e.restoreScheduler(sched); err != nil {
+		return bad("scheduler: %v", err)
+	}
+	if e.height != height {
+		return bad("scheduler height %d in the record of block %d", e.height, height)
+	}
+	if e.root != nil && string(root) != string(make([]byte, 32)) {
+		if got := e.Root(); string(got[:]) != string(root) {
+			return bad("block %d: the root after the record is %x, the record says %x", height, got, root)
+		}
+	}
+	return nil
+}
+
+// drop removes pending timer i for good (applying a record).
+func (e *Engine) drop(i uint32) {
+	r := e.recs.At(i)
+	e.unqueue(i)
+	e.ids.del(&r.id)
+	e.actors.recs[r.actor].pending--
+	e.pending--
+	e.touch(&r.id)
+	e.release(i)
+}
