@@ -1,0 +1,174 @@
+package engine_test
+
+import (
+	"bufio"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+var crashKills = flag.Int("crashloop.kills", 0, "SIGKILLs of the crash loop (0: 20, or 5 with -short); CI runs 200")
+
+const crashChildEnv = "TIMERLANE_CRASH_CHILD"
+
+func crashConfig() engine.Config {
+	cfg := engine.DefaultConfig()
+	cfg.Policy, cfg.StateRoot = engine.PolicyLane, true
+	cfg.RingSize, cfg.EpochLength, cfg.EpochCount = 16, 4, 4 // every tier and promotion in play
+	cfg.Lane.LaneTimerCycles = 400_000
+	cfg.SnapshotEvery = 25
+	return cfg
+}
+
+// TestCrashLoop runs a load in a child process that commits blocks with an
+// fsync each and prints each committed block's height and root, kills it
+// with SIGKILL at random moments, and after each kill checks that the
+// recovered engine is exactly at a committed block at or after the last
+// one printed, with that block's root; then the load continues from there.
+func TestCrashLoop(t *testing.T) {
+	if os.Getenv(crashChildEnv) != "" {
+		t.Skip("the child side runs in TestCrashLoopChild")
+	}
+	kills := *crashKills
+	if kills == 0 {
+		kills = 20
+		if testing.Short() {
+			kills = 5
+		}
+	}
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	roots := map[uint64]string{} // printed by a child: committed and durable
+	var last uint64
+	for k := 0; k < kills; k++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashLoopChild$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		lines := make(chan string, 1024)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		deadline := time.After(time.Duration(20+r.IntN(180)) * time.Millisecond)
+	read:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break read
+				}
+				h, root := parseCrashLine(t, l)
+				roots[h], last = root, h
+			case <-deadline:
+				break read
+			}
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		cmd.Wait()
+		for l := range lines { // printed before the kill
+			h, root := parseCrashLine(t, l)
+			roots[h], last = root, h
+		}
+		e, err := engine.Open(dir, crashConfig())
+		require.NoError(t, err, "kill %d", k)
+		h := e.Height()
+		require.GreaterOrEqual(t, h, last, "kill %d: recovered block %d, but block %d had been committed", k, h, last)
+		root := e.Root()
+		if want, ok := roots[h]; ok {
+			require.Equal(t, want, hex.EncodeToString(root[:]), "kill %d: root of block %d", k, h)
+		} else {
+			require.Equal(t, last+1, h, "kill %d: recovered block %d was never committed", k, h)
+		}
+		require.NoError(t, e.Close())
+		for x := range roots { // a later run may build these heights anew
+			if x > h {
+				delete(roots, x)
+			}
+		}
+		roots[h], last = hex.EncodeToString(root[:]), h
+	}
+	t.Logf("%d kills, last block %d", kills, last)
+}
+
+func parseCrashLine(t *testing.T, l string) (uint64, string) {
+	f := strings.Fields(l)
+	require.Len(t, f, 2, "child printed %q", l)
+	h, err := strconv.ParseUint(f[0], 10, 64)
+	require.NoError(t, err)
+	return h, f[1]
+}
+
+// TestCrashLoopChild is the load of TestCrashLoop, run in a child process
+// until it is killed: it opens the engine in the directory it is given and
+// commits blocks, printing each one's height and root once Commit returns.
+func TestCrashLoopChild(t *testing.T) {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		t.Skip("run by TestCrashLoop")
+	}
+	e, err := engine.Open(dir, crashConfig())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child: open:", err)
+		os.Exit(3)
+	}
+	actors := []engine.Address{{1}, {2}, {3}, {4}}
+	for _, a := range actors {
+		e.Ledger().Credit(a, engine.Amount{Lo: 1 << 60})
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for h := e.Height() + 1; ; h++ {
+		r := rand.New(rand.NewPCG(h, 77)) // the block's choices follow from its height
+		if err := e.BeginBlock(h); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		for range r.IntN(4) {
+			a := actors[r.IntN(len(actors))]
+			tx, _ := e.Begin(a, h)
+			for k := range r.IntN(30) {
+				tx.SetNonce(h<<8 | uint64(k))
+				fees := &engine.Fees{}
+				if r.IntN(2) == 0 {
+					fees.Set, fees.GasLimit = engine.HasGasLimit, 20_000+r.Uint64N(200_000)
+				}
+				tx.ScheduleFees(h+1+r.Uint64N(200), []byte{byte(k), byte(h)}, fees)
+			}
+			tx.Commit()
+		}
+		if _, err := e.EndBlock(crashExec{}); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		if err := e.Commit(); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		root := e.Root()
+		fmt.Fprintf(w, "%d %x\n", h, root)
+		w.Flush()
+	}
+}
+
+type crashExec struct{}
+
+func (crashExec) Execute(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+	return engine.Usage{Cycles: 5_000}, nil
+}
