@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -355,4 +356,95 @@ func (e *Engine) drop(i uint32) {
 	e.pending--
 	e.touch(&r.id)
 	e.release(i)
+}
+
+// LogConfig reads, from the log in dir, the configuration its state was
+// written under (everything but the tier layout and the durability
+// options, which are not state), so that tools can open a log they did not
+// write: Open(dir, cfg) with it succeeds.
+func LogConfig(dir string) (Config, error) {
+	log, err := wal.Open(vfs.OS, dir, wal.Options{Logf: func(string, ...any) {}})
+	if err != nil {
+		return Config{}, err
+	}
+	defer log.Close()
+	var sched []byte
+	_, r, ok, err := log.OpenSnapshot()
+	if err != nil {
+		return Config{}, err
+	}
+	if ok {
+		head := make([]byte, len(snapshotMagic)+4)
+		if _, err := io.ReadFull(r, head); err == nil && string(head[:len(snapshotMagic)]) == string(snapshotMagic) {
+			n := binary.BigEndian.Uint32(head[len(snapshotMagic):])
+			if n <= 1<<20 {
+				sched = make([]byte, n)
+				if _, err := io.ReadFull(r, sched); err != nil {
+					sched = nil
+				}
+			}
+		}
+		r.Close()
+	} else {
+		errFirst := errors.New("first record read")
+		err := log.Replay(func(_ uint64, body []byte) error {
+			if len(body) >= 13 {
+				n := binary.BigEndian.Uint32(body[9:13])
+				if int(n) <= len(body)-13 {
+					sched = bytes.Clone(body[13 : 13+n])
+				}
+			}
+			return errFirst
+		})
+		if err != nil && !errors.Is(err, errFirst) {
+			return Config{}, err
+		}
+	}
+	if sched == nil {
+		return Config{}, fmt.Errorf("%s: no state to read a configuration from (an empty log?)", dir)
+	}
+	return configFromScheduler(sched)
+}
+
+// configFromScheduler reads the configuration part of a scheduler
+// encoding (appendScheduler) into the default configuration.
+func configFromScheduler(b []byte) (Config, error) {
+	c := DefaultConfig()
+	const head = 1 + 8 + 1 + 8
+	if len(b) < head+4*3+8*4+1+8+16+4 || b[0] != tagScheduler {
+		return c, fmt.Errorf("%w: truncated scheduler state", ErrBadRecord)
+	}
+	x := b[head:]
+	c.MaxTimersPerActor = binary.BigEndian.Uint32(x[0:])
+	c.MaxPayloadBytes = binary.BigEndian.Uint32(x[4:])
+	c.MaxHandlerBytes = binary.BigEndian.Uint32(x[8:])
+	c.CyclesPerFire = binary.BigEndian.Uint64(x[12:])
+	c.CellsPerFire = binary.BigEndian.Uint64(x[20:])
+	c.ScheduleCycles = binary.BigEndian.Uint64(x[28:])
+	c.CancelCycles = binary.BigEndian.Uint64(x[36:])
+	c.Policy = Policy(x[44])
+	c.ActivationHeight = binary.BigEndian.Uint64(x[45:])
+	c.InitialBasefee = amountBE(x[53:69])
+	n := int(binary.BigEndian.Uint32(x[69:]))
+	x = x[73:]
+	if n > 1<<16 || len(x) < 20*n {
+		return c, fmt.Errorf("%w: system deployers truncated", ErrBadRecord)
+	}
+	for k := range n {
+		c.SystemDeployers = append(c.SystemDeployers, Address(x[20*k:20*k+20]))
+	}
+	x = x[20*n:]
+	if len(x) < 1+16+16+8 {
+		return c, fmt.Errorf("%w: lane state truncated", ErrBadRecord)
+	}
+	p, _, err := decodeParams(x[41:])
+	if err != nil {
+		return c, fmt.Errorf("%w: %v", ErrBadRecord, err)
+	}
+	c.Lane = p
+	c.StateRoot = true
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
 }

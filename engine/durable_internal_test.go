@@ -186,3 +186,34 @@ func (p *program) txsAndEnd(t *testing.T, e *Engine, h uint64) {
 	_, err := e.EndBlock(nopExec{})
 	require.NoError(t, err)
 }
+
+// TestLogConfig: the configuration read back from a log (from its first
+// record, then from a snapshot) opens it.
+func TestLogConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
+	cfg.ActivationHeight, cfg.MaxTimersPerActor = 4, 77
+	cfg.SystemDeployers = []Address{{9}, {8}}
+	d, err := Open(dir, cfg)
+	require.NoError(t, err)
+	p := &program{r: rand.New(rand.NewPCG(2, 2)), policy: PolicyLane}
+	for h := uint64(1); h <= 3; h++ {
+		p.block(t, d, h)
+	}
+	require.NoError(t, d.Close())
+	for _, blocks := range []uint64{3, 20, 25} { // the third reads a snapshot
+		got, err := LogConfig(dir)
+		require.NoError(t, err)
+		require.Equal(t, cfg.MaxTimersPerActor, got.MaxTimersPerActor)
+		require.Equal(t, cfg.ActivationHeight, got.ActivationHeight)
+		require.Equal(t, cfg.SystemDeployers, got.SystemDeployers)
+		e, err := Open(dir, got)
+		require.NoError(t, err)
+		for h := e.Height() + 1; h <= blocks; h++ {
+			p.block(t, e, h)
+		}
+		require.NoError(t, e.Close())
+	}
+	_, err = LogConfig(t.TempDir())
+	require.Error(t, err)
+}
