@@ -42,6 +42,7 @@ type demoConfig struct {
 	timers, actors, blocks int
 	seed                   uint64
 	quiet                  bool
+	dir                    string
 }
 
 // parseDemoFlags returns the config, or ok == false with the exit code.
@@ -53,6 +54,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (c demoConfig, code int, ok
 	fs.Uint64Var(&c.seed, "seed", 1, "seed `N` of the scenario's random choices: the same seed gives the same counts")
 	fs.IntVar(&c.blocks, "blocks", 0, "`N` load blocks: the blocks whose transactions schedule the timers\n(0: timers/500, at least 100)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr")
+	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty; inspect it\nafterwards with timerlane inspect DIR)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
 		fs.PrintDefaults()
@@ -99,6 +101,14 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	s.report(stdout)
+	if c.dir != "" {
+		root := s.e.Root()
+		if err := s.e.Close(); err != nil {
+			fmt.Fprintf(stderr, "timerlane demo: closing %s: %v\n", c.dir, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\npersisted to %s: height %d, root 0x%x (timerlane inspect %s)\n", c.dir, s.height, root, c.dir)
+	}
 	return 0
 }
 
@@ -206,9 +216,22 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.baseHeap = m.HeapAlloc
-	e, err := engine.New(s.cfg)
+	if c.dir == "" {
+		e, err := engine.New(s.cfg)
+		s.e = e
+		return s, err
+	}
+	s.cfg.StateRoot = true
+	e, err := engine.Open(c.dir, s.cfg)
+	if err != nil {
+		return s, err
+	}
+	if e.Height() > 0 {
+		e.Close()
+		return s, fmt.Errorf("--dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", c.dir, e.Height())
+	}
 	s.e = e
-	return s, err
+	return s, nil
 }
 
 func actorAddr(i int) engine.Address {

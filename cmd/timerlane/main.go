@@ -1,6 +1,7 @@
 // Command timerlane runs the timerlane engine: `replay` drives it from a
 // conformance trace, `demo` runs a million-timer scenario and prints what
-// it measured.
+// it measured, and inspect, verify, prove, verify-proof and wal repair work
+// on the directory of an engine that persists (demo --dir).
 package main
 
 import (
@@ -19,7 +20,13 @@ Usage:
   timerlane replay TRACE      replay a conformance trace (JSON Lines; - for stdin)
                               and print its events as JSON Lines on stdout
   timerlane demo [flags]      run the million-timer scenario and print a summary
-                              (timerlane demo --help lists the flags)
+                              (timerlane demo --help lists the flags; --dir DIR persists)
+  timerlane inspect DIR       height, pending timers, state root, log files of DIR
+  timerlane verify DIR        recover DIR, checking every stored state root
+  timerlane prove DIR ID      a proof that timer ID is (or is not) pending, as JSON
+  timerlane verify-proof ROOT ID PROOF [VALUE_HASH]
+                              check such a proof with nothing else
+  timerlane wal repair DIR    truncate DIR's log at its first damaged record
   timerlane help              print this text
 
 Exit status: 0 on success, 2 on a bad trace, bad flags or bad config, 1 on
@@ -40,6 +47,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return replayCmd(args[1:], stdout, stderr)
 	case "demo":
 		return demoCmd(args[1:], stdout, stderr)
+	case "inspect":
+		return inspectCmd(args[1:], stdout, stderr)
+	case "verify":
+		return verifyCmd(args[1:], stdout, stderr)
+	case "prove":
+		return proveCmd(args[1:], stdout, stderr)
+	case "verify-proof":
+		return verifyProofCmd(args[1:], stdout, stderr)
+	case "wal":
+		return walCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/vfs"
+	"github.com/timerlane/timerlane/merkle"
+	"github.com/timerlane/timerlane/wal"
+)
+
+// The commands on a directory written by an engine opened with --dir
+// (engine.Open): inspect, verify, prove, verify-proof and wal repair.
+
+// openDir opens the engine in dir under the configuration its log records.
+func openDir(dir string) (*engine.Engine, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	cfg, err := engine.LogConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Open(dir, cfg)
+}
+
+func inspectCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || isHelp(args[0]) {
+		fmt.Fprint(stderr, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots.\n")
+		return 2
+	}
+	e, err := openDir(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
+		return 1
+	}
+	defer e.Close()
+	root := e.Root()
+	fmt.Fprintf(stdout, "height   %d\npending  %d\nroot     0x%x\nrecords  %d\n", e.Height(), e.Pending(), root, e.Durable())
+	names, err := os.ReadDir(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
+		return 1
+	}
+	var files []string
+	for _, d := range names {
+		if strings.HasSuffix(d.Name(), ".wal") || strings.Contains(d.Name(), ".snap") {
+			info, err := d.Info()
+			if err != nil {
+				continue
+			}
+			files = append(files, fmt.Sprintf("%-32s %12d bytes", d.Name(), info.Size()))
+		}
+	}
+	sort.Strings(files)
+	fmt.Fprintln(stdout, "files")
+	for _, f := range files {
+		fmt.Fprintln(stdout, "  "+f)
+	}
+	return 0
+}
+
+func verifyCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || isHelp(args[0]) {
+		fmt.Fprint(stderr, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its newest snapshot and every record after\nit, checking the state root stored in each record and the snapshot's.\n")
+		return 2
+	}
+	e, err := openDir(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
+		return 1
+	}
+	defer e.Close()
+	root := e.Root()
+	fmt.Fprintf(stdout, "ok: every stored root checked; %d records, height %d, root 0x%x\n", e.Durable(), e.Height(), root)
+	return 0
+}
+
+func proveCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 || isHelp(args[0]) {
+		fmt.Fprint(stderr, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n")
+		return 2
+	}
+	id, err := hex32(args[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane prove: TIMER_ID: %v\n", err)
+		return 2
+	}
+	e, err := openDir(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
+		return 1
+	}
+	defer e.Close()
+	proof, value, pending := e.Prove(id)
+	enc, err := proof.MarshalBinary()
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
+		return 1
+	}
+	root := e.Root()
+	fmt.Fprintf(stdout, "{\"root\":\"0x%x\",\"timer_id\":\"0x%x\",\"pending\":%v", root, id, pending)
+	if pending {
+		fmt.Fprintf(stdout, ",\"value_hash\":\"0x%x\"", value)
+	}
+	fmt.Fprintf(stdout, ",\"proof\":\"0x%x\"}\n", enc)
+	return 0
+}
+
+func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 3 || len(args) > 4 || isHelp(args[0]) {
+		fmt.Fprint(stderr, "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not.\n")
+		return 2
+	}
+	root, err := hex32(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane verify-proof: ROOT: %v\n", err)
+		return 2
+	}
+	id, err := hex32(args[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane verify-proof: TIMER_ID: %v\n", err)
+		return 2
+	}
+	raw, err := hexBytes(args[2])
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %v\n", err)
+		return 2
+	}
+	var p merkle.Proof
+	if err := p.UnmarshalBinary(raw); err != nil {
+		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %v\n", err)
+		return 1
+	}
+	var value *[32]byte
+	if len(args) == 4 {
+		v, err := hex32(args[3])
+		if err != nil {
+			fmt.Fprintf(stderr, "timerlane verify-proof: VALUE_HASH: %v\n", err)
+			return 2
+		}
+		value = &v
+	}
+	if err := merkle.Verify(root, id, value, p); err != nil {
+		fmt.Fprintf(stderr, "timerlane verify-proof: the proof does not hold: %v\n", err)
+		return 1
+	}
+	if value != nil {
+		fmt.Fprintln(stdout, "ok: the timer is pending under this root")
+	} else {
+		fmt.Fprintln(stdout, "ok: the timer is not pending under this root")
+	}
+	return 0
+}
+
+func walCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 || args[0] != "repair" {
+		fmt.Fprint(stderr, "usage: timerlane wal repair DIR\n\nTruncates the log in DIR at the first damaged record (what Open refuses\nwith a corruption error) and sets aside damaged snapshots. The records\nafter the damage are lost: run it only when that is what you want.\n")
+		return 2
+	}
+	actions, err := wal.Repair(vfs.OS, args[1], wal.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
+		return 1
+	}
+	if len(actions) == 0 {
+		fmt.Fprintln(stdout, "nothing to repair")
+	}
+	for _, a := range actions {
+		fmt.Fprintln(stdout, a)
+	}
+	return 0
+}
+
+func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "help" }
+
+func hexBytes(s string) ([]byte, error) {
+	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+		return nil, errors.New("want 0x followed by hex digits")
+	}
+	return hex.DecodeString(s[2:])
+}
+
+func hex32(s string) ([32]byte, error) {
+	var out [32]byte
+	b, err := hexBytes(s)
+	if err != nil {
+		return out, err
+	}
+	if len(b) != 32 {
+		return out, fmt.Errorf("%d bytes, want 32", len(b))
+	}
+	return [32]byte(b), nil
+}
+

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+// TestStoreCommands: prove and verify-proof on a directory an engine wrote,
+// for a pending timer and an absent one; inspect, verify and wal repair.
+func TestStoreCommands(t *testing.T) {
+	dir := t.TempDir()
+	cfg := engine.DefaultConfig()
+	cfg.StateRoot = true
+	e, err := engine.Open(dir, cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	tx, err := e.Begin(engine.Address{0xaa}, 1)
+	require.NoError(t, err)
+	id, _, err := tx.Schedule(50, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	_, err = e.EndBlock(nil)
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+	root := e.Root()
+	require.NoError(t, e.Close())
+
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, _ := cli("inspect", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "pending  1")
+	code, out, _ = cli("verify", dir)
+	require.Equal(t, 0, code, out)
+
+	type proof struct {
+		Root, TimerID, ValueHash, Proof string
+		Pending                         bool
+	}
+	parse := func(s string) proof {
+		var raw map[string]any
+		require.NoError(t, json.Unmarshal([]byte(s), &raw))
+		p := proof{Root: raw["root"].(string), TimerID: raw["timer_id"].(string), Proof: raw["proof"].(string), Pending: raw["pending"].(bool)}
+		if v, ok := raw["value_hash"]; ok {
+			p.ValueHash = v.(string)
+		}
+		return p
+	}
+	code, out, _ = cli("prove", dir, id.String())
+	require.Equal(t, 0, code)
+	p := parse(out)
+	require.True(t, p.Pending)
+	require.Equal(t, "0x"+hexOf(root[:]), p.Root)
+	code, _, _ = cli("verify-proof", p.Root, p.TimerID, p.Proof, p.ValueHash)
+	require.Equal(t, 0, code)
+	code, _, _ = cli("verify-proof", p.Root, p.TimerID, p.Proof) // it is not absent
+	require.Equal(t, 1, code)
+	bad := []byte(p.Proof)
+	bad[len(bad)-1] ^= 1 // a flipped hex digit
+	code, _, _ = cli("verify-proof", p.Root, p.TimerID, string(bad), p.ValueHash)
+	require.Equal(t, 1, code)
+
+	absent := engine.TimerID{7}
+	code, out, _ = cli("prove", dir, absent.String())
+	require.Equal(t, 0, code)
+	p = parse(out)
+	require.False(t, p.Pending)
+	code, _, _ = cli("verify-proof", p.Root, p.TimerID, p.Proof)
+	require.Equal(t, 0, code)
+
+	code, out, _ = cli("wal", "repair", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "nothing to repair")
+	code, _, _ = cli("prove", dir, "0x12")
+	require.Equal(t, 2, code)
+	code, _, _ = cli("inspect", t.TempDir())
+	require.Equal(t, 1, code)
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
