@@ -200,4 +200,3 @@ func hex32(s string) ([32]byte, error) {
 	}
 	return [32]byte(b), nil
 }
-
