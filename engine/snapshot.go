@@ -193,7 +193,8 @@ func Restore(cfg Config, r io.Reader) (*Engine, error) {
 	seen := map[Address]bool{} // the actors of height lastH
 	for k := uint64(0); k < count && s.err == nil; k++ {
 		h := s.u64()
-		addr := Address(s.bytes(20))
+		var addr Address
+		copy(addr[:], s.bytes(20)) // nil after an error: the zero address, and s.err is set
 		fires := s.u64()
 		if h != lastH {
 			clear(seen)
