@@ -17,7 +17,7 @@ type program struct {
 	live   []TimerID
 }
 
-func (p *program) block(t *testing.T, e *Engine, h uint64) {
+func (p *program) block(t testing.TB, e *Engine, h uint64) {
 	t.Helper()
 	r := p.r
 	require.NoError(t, e.BeginBlock(h))
