@@ -35,7 +35,8 @@ type Config struct {
 
 	// StateRoot keeps the Merkle state root (docs/STATE_ROOT.md) up to date:
 	// Root and Prove need it. It costs a Keccak-256 and a tree path per
-	// timer a block changes, paid at Root (Commit does not compute it).
+	// timer a block changes, paid at Root (and at every Commit of an engine
+	// that logs to a directory: its records carry the root).
 	StateRoot bool
 
 	// Durability (used by Open only): when the write-ahead log fsyncs
