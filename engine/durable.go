@@ -274,6 +274,7 @@ func (e *Engine) applyRecord(body []byte) error {
 			e.drop(i)
 		}
 	}
+	var lastNew uint64 // new timers come in insertion order
 	for _, u := range ups {
 		t, err := e.decodeTimer(u.enc)
 		if err != nil {
@@ -293,9 +294,10 @@ func (e *Engine) applyRecord(body []byte) error {
 			e.touch(&u.id)
 			continue
 		}
-		if t.seq < e.seq {
-			return bad("new timer %s has seq %d below the next %d", u.id, t.seq, e.seq)
+		if t.seq < e.seq || t.seq <= lastNew {
+			return bad("new timer %s has seq %d: below the next %d, or not after the record's previous new timer (%d)", u.id, t.seq, e.seq, lastNew)
 		}
+		lastNew = t.seq
 		e.height = height // restoreTimer places by the current height
 		if err := e.restoreTimer(u.id, &t); err != nil {
 			return bad("%v", err)
