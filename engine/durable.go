@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,15 +48,12 @@ type durable struct {
 	rec     uint64 // records in the log: the log's height
 	every   uint64 // records between snapshots
 	journal []TimerID
-	fair    []fairEntry
+	fair    []byte // the block's fairness entries (appendFairEntry)
+	ups     []uint32
+	dels    []uint32
+	nfair   uint32
 	buf     []byte
 	failed  error
-}
-
-type fairEntry struct {
-	height uint64
-	actor  Address
-	n      uint64
 }
 
 // Open opens the engine whose write-ahead log is in dir (created if
@@ -129,8 +127,8 @@ func (e *Engine) Close() error {
 	return err
 }
 
-// Durable is the last block whose record is known to be on stable storage
-// (with a SyncInterval policy, blocks after it may still be lost).
+// Durable is the number of log records (committed blocks) known to be on
+// stable storage; with a SyncInterval policy, later ones may still be lost.
 func (e *Engine) Durable() (records uint64) {
 	if e.dur == nil {
 		return 0
@@ -154,7 +152,7 @@ func (e *Engine) logBlock() error {
 	d := e.dur
 	slices.SortFunc(d.journal, func(a, b TimerID) int { return bytes.Compare(a[:], b[:]) })
 	d.journal = slices.Compact(d.journal)
-	var ups, dels []uint32 // records of upserts; indexes in journal of deletes
+	ups, dels := d.ups[:0], d.dels[:0] // records of upserts; indexes in journal of deletes
 	for k := range d.journal {
 		if i, ok := e.ids.get(&d.journal[k]); ok {
 			ups = append(ups, i)
@@ -162,35 +160,25 @@ func (e *Engine) logBlock() error {
 			dels = append(dels, uint32(k))
 		}
 	}
-	slices.SortFunc(ups, func(a, b uint32) int { return cmpU64(e.recs.At(a).seq, e.recs.At(b).seq) })
+	d.ups, d.dels = ups, dels
+	slices.SortFunc(ups, func(a, b uint32) int { return cmp.Compare(e.recs.At(a).seq, e.recs.At(b).seq) })
 	b := append(d.buf[:0], 1)
 	b = binary.BigEndian.AppendUint64(b, e.height)
-	at := len(b)
-	b = binary.BigEndian.AppendUint32(b, 0)
-	b = e.appendScheduler(b)
-	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	b = e.appendSchedulerEntry(b)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ups)))
 	for _, i := range ups {
-		b = append(b, e.recs.At(i).id[:]...)
-		at := len(b)
-		b = binary.BigEndian.AppendUint32(b, 0)
-		b = e.appendTimer(b, i)
-		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+		b = e.appendTimerEntry(b, i)
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(dels)))
 	for _, k := range dels {
 		b = append(b, d.journal[k][:]...)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(d.fair)))
-	for _, f := range d.fair {
-		b = binary.BigEndian.AppendUint64(b, f.height)
-		b = append(b, f.actor[:]...)
-		b = binary.BigEndian.AppendUint64(b, f.n)
-	}
+	b = binary.BigEndian.AppendUint32(b, d.nfair)
+	b = append(b, d.fair...)
 	root := e.Root()
 	b = append(b, root[:]...)
 	d.buf = b
-	d.journal, d.fair = d.journal[:0], d.fair[:0]
+	d.journal, d.fair, d.nfair = d.journal[:0], d.fair[:0], 0
 	if err := d.log.Append(d.rec+1, b); err != nil {
 		return err
 	}
@@ -316,20 +304,17 @@ func (e *Engine) applyRecord(body []byte) error {
 		e.expireWindow(height)
 	}
 	for k := uint32(0); k < nFair; k++ {
-		x := take(36)
+		x := take(fairEntryLen)
 		if x == nil {
 			return bad("truncated fairness entry %d", k)
 		}
-		h, addr, fires := binary.BigEndian.Uint64(x), Address(x[8:28]), binary.BigEndian.Uint64(x[28:])
-		if h != height || fires == 0 || fires > 1<<40 {
-			return bad("fairness entry %d: height %d, %d fires", k, h, fires)
+		h, addr, fires := readFairEntry(x)
+		if h != height {
+			return bad("fairness entry %d at height %d in the record of block %d", k, h, height)
 		}
-		i, _ := e.actors.lookup(&addr)
-		if i == 0 || e.lane.window.Recent(i) == 0 {
-			i = e.actors.ref(i, &addr)
+		if err := e.addFiresOf(h, &addr, fires); err != nil {
+			return bad("fairness entry %d: %v", k, err)
 		}
-		e.lane.window.Add(h, i, fires)
-		e.fairAdded(h, i, fires)
 	}
 	root := take(32)
 	if root == nil || len(b) != 0 {
@@ -347,17 +332,6 @@ func (e *Engine) applyRecord(body []byte) error {
 		}
 	}
 	return nil
-}
-
-// drop removes pending timer i for good (applying a record).
-func (e *Engine) drop(i uint32) {
-	r := e.recs.At(i)
-	e.unqueue(i)
-	e.ids.del(&r.id)
-	e.actors.recs[r.actor].pending--
-	e.pending--
-	e.touch(&r.id)
-	e.release(i)
 }
 
 // LogConfig reads, from the log in dir, the configuration its state was

@@ -117,8 +117,10 @@ func TestDurableFaults(t *testing.T) {
 			if err := d.BeginBlock(h); err != nil {
 				return last, err
 			}
-			// The program's own BeginBlock is skipped: drive it by hand.
-			p.txsAndEnd(t, d, h)
+			// The program's block, with the Commit checked here.
+			p.txs(t, d, h)
+			_, err := d.EndBlock(rootExec{r: p.r, live: &p.live})
+			require.NoError(t, err)
 			if roots != nil {
 				roots[h] = d.Root()
 			}
@@ -164,27 +166,6 @@ func TestDurableFaults(t *testing.T) {
 			}
 		}
 	}
-}
-
-// txsAndEnd is program.block after its BeginBlock, and without Commit.
-func (p *program) txsAndEnd(t *testing.T, e *Engine, h uint64) {
-	t.Helper()
-	r := p.r
-	actors := []Address{{1}, {2}, {3}}
-	for range r.IntN(3) {
-		tx, err := e.Begin(actors[r.IntN(3)], r.Uint64())
-		require.NoError(t, err)
-		for range r.IntN(5) {
-			if s, err := tx.ScheduleFees(h+1+r.Uint64N(20), []byte{byte(r.IntN(256))}, &Fees{}); err == nil {
-				p.live = append(p.live, s.ID)
-			} else if len(p.live) > 0 {
-				tx.Cancel(p.live[r.IntN(len(p.live))])
-			}
-		}
-		require.NoError(t, tx.Commit())
-	}
-	_, err := e.EndBlock(nopExec{})
-	require.NoError(t, err)
 }
 
 // TestLogConfig: the configuration read back from a log (from its first

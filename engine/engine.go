@@ -331,7 +331,6 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 			// The lane's figures move in empty blocks too (CIP-1 §5).
 			e.beginLaneBlock(from)
 			if first := max(from, e.cfg.ActivationHeight); first <= to {
-				e.lane.started = true
 				e.lane.emptyLaneBlocks(to - first + 1)
 				// The window expires as the skipped blocks' ends would have.
 				e.expireWindow(to)
@@ -344,23 +343,33 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 // schedule inserts a timer for the open transaction's actor after every
 // check has passed.
 func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt routing, fee uint32) {
+	i := e.addTimer(at, id, height, e.seq, rt.handler, rt.body, fee, s.actorIdx, &s.actor)
+	e.seq++
+	r := e.recs.At(i)
+	r.pos = e.q.Insert(ring.Entry{Height: height, Seq: r.seq, Val: uint64(i)})
+	s.actorIdx = r.actor
+	e.undo = append(e.undo, undo{rec: i, kind: undoSchedule})
+}
+
+// addTimer makes a new pending timer: its record, its handler and payload
+// bytes, its actor's count and its id in the index (at is from a lookup of
+// id that found nothing). The caller places the record in the queue or on
+// the deferred list.
+func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, body []byte, fee, actorIdx uint32, actor *Address) uint32 {
 	i := e.allocRec()
 	r := e.recs.At(i)
-	*r = rec{id: *id, height: height, seq: e.seq, handlerLen: uint32(len(rt.handler)), payloadLen: uint32(len(rt.body)), fee: fee}
-	e.seq++
-	r.pos = e.q.Insert(ring.Entry{Height: height, Seq: r.seq, Val: uint64(i)})
-	if n := len(rt.handler) + len(rt.body); n > 0 {
+	*r = rec{id: *id, height: height, seq: seq, handlerLen: uint32(len(handler)), payloadLen: uint32(len(body)), fee: fee}
+	if n := len(handler) + len(body); n > 0 {
 		ref, buf := e.data.Alloc(n)
-		copy(buf[copy(buf, rt.handler):], rt.body)
+		copy(buf[copy(buf, handler):], body)
 		r.data = ref
 	}
-	r.actor = e.actors.ref(s.actorIdx, &s.actor)
-	s.actorIdx = r.actor
+	r.actor = e.actors.ref(actorIdx, actor)
 	e.actors.recs[r.actor].pending++
 	e.ids.putAt(at, id, i)
 	e.pending++
 	e.touch(id)
-	e.undo = append(e.undo, undo{rec: i, kind: undoSchedule})
+	return i
 }
 
 func (e *Engine) allocRec() uint32 {
@@ -386,6 +395,18 @@ func (e *Engine) unqueue(i uint32) {
 		return
 	}
 	e.q.Remove(r.height, r.seq, r.pos)
+}
+
+// drop removes pending timer i for good, without firing it: a collected
+// timer, or one a log record removes.
+func (e *Engine) drop(i uint32) {
+	r := e.recs.At(i)
+	e.unqueue(i)
+	e.ids.del(&r.id)
+	e.actors.recs[r.actor].pending--
+	e.pending--
+	e.touch(&r.id)
+	e.release(i)
 }
 
 // release frees a timer that is no longer in the queue or the index.

@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 
 	"lukechampine.com/uint128"
+
+	"github.com/timerlane/timerlane/internal/u128"
 )
 
 // Amount is a token amount (balances, fees per cycle, tips): an unsigned
@@ -30,47 +34,6 @@ func ParseAmount(s string) (Amount, error) {
 	return a, nil
 }
 
-// mulAmount is a × n, or false when it does not fit in 128 bits.
-func mulAmount(a Amount, n uint64) (Amount, bool) {
-	hi1, lo := bits.Mul64(a.Lo, n)
-	hi2, mid := bits.Mul64(a.Hi, n)
-	hi, carry := bits.Add64(hi1, mid, 0)
-	if hi2 != 0 || carry != 0 {
-		return uint128.Max, false
-	}
-	return uint128.New(lo, hi), true
-}
-
-// addAmount is a + b, or false when it does not fit in 128 bits.
-func addAmount(a, b Amount) (Amount, bool) {
-	lo, c := bits.Add64(a.Lo, b.Lo, 0)
-	hi, c2 := bits.Add64(a.Hi, b.Hi, c)
-	if c2 != 0 {
-		return uint128.Max, false
-	}
-	return uint128.New(lo, hi), true
-}
-
-// satMul is a × n saturating at 2^128-1.
-func satMul(a Amount, n uint64) Amount { x, _ := mulAmount(a, n); return x }
-
-// satAdd is a + b saturating at 2^128-1.
-func satAdd(a, b Amount) Amount { x, _ := addAmount(a, b); return x }
-
-// mulDiv is floor(a × num / den) for den > 0, or 2^128-1 and false when
-// it does not fit. a = q·den + r gives q·num + floor(r·num/den), where
-// r·num < den·2^64 keeps the 128/64 division in range.
-func mulDiv(a Amount, num, den uint64) (Amount, bool) {
-	q, r := a.QuoRem64(den)
-	hi, lo := bits.Mul64(r, num)
-	frac, _ := bits.Div64(hi, lo, den)
-	whole, ok := mulAmount(q, num)
-	if !ok {
-		return uint128.Max, false
-	}
-	return addAmount(whole, Amount{Lo: frac})
-}
-
 // wide is a 192-bit unsigned integer, hi:mid:lo: an effective priority,
 // a per-cycle fee times a weight in parts per million.
 type wide struct{ hi, mid, lo uint64 }
@@ -85,21 +48,11 @@ func mulWide(a Amount, w uint64) wide {
 func (x wide) cmp(y wide) int {
 	switch {
 	case x.hi != y.hi:
-		return cmpU64(x.hi, y.hi)
+		return cmp.Compare(x.hi, y.hi)
 	case x.mid != y.mid:
-		return cmpU64(x.mid, y.mid)
+		return cmp.Compare(x.mid, y.mid)
 	}
-	return cmpU64(x.lo, y.lo)
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(x.lo, y.lo)
 }
 
 // Ledger is the token state the lane charges fees against (CIP-1 §3 step
@@ -148,7 +101,7 @@ func (l *MemLedger) Credit(a Address, x Amount) error {
 	if x.IsZero() {
 		return nil
 	}
-	b, ok := addAmount(l.balances[a], x)
+	b, ok := u128.Add(l.balances[a], x)
 	if !ok {
 		return fmt.Errorf("%w: credit %s to %s", ErrAmountOverflow, x, a)
 	}
@@ -158,7 +111,7 @@ func (l *MemLedger) Credit(a Address, x Amount) error {
 
 // Burn destroys x.
 func (l *MemLedger) Burn(x Amount) error {
-	b, ok := addAmount(l.burned, x)
+	b, ok := u128.Add(l.burned, x)
 	if !ok {
 		return fmt.Errorf("%w: burn %s", ErrAmountOverflow, x)
 	}
@@ -171,11 +124,7 @@ func (l *MemLedger) Burned() Amount { return l.burned }
 
 // Clone returns an independent copy (for rollback and tests).
 func (l *MemLedger) Clone() *MemLedger {
-	c := &MemLedger{balances: make(map[Address]Amount, len(l.balances)), burned: l.burned}
-	for a, b := range l.balances {
-		c.balances[a] = b
-	}
-	return c
+	return &MemLedger{balances: maps.Clone(l.balances), burned: l.burned}
 }
 
 // PriorityTier is CIP-1 §7.3's priority hint: a multiplier, from the
@@ -274,6 +223,8 @@ type GasBidder interface {
 
 // DefaultBid is the normative default agent (CIP-1 §7.1): max fee twice
 // the lane basefee (saturating), priority fee the previous block's median.
-func DefaultBid(ctx *BidContext) Bid {
-	return Bid{MaxFee: satMul(ctx.BasefeeLaneTimer, 2), MaxPriorityFee: ctx.PrevP50Tip}
+func DefaultBid(ctx *BidContext) Bid { return defaultBid(ctx.BasefeeLaneTimer, ctx.PrevP50Tip) }
+
+func defaultBid(basefee, p50 Amount) Bid {
+	return Bid{MaxFee: u128.SatMul64(basefee, 2), MaxPriorityFee: p50}
 }

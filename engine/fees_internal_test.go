@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"lukechampine.com/uint128"
+
+	"github.com/timerlane/timerlane/internal/u128"
 )
 
 func amt(s string) Amount {
@@ -82,7 +84,7 @@ func TestArithmetic(t *testing.T) {
 		a := amt(v)
 		for _, n := range ns {
 			want := new(big.Int).Mul(a.Big(), new(big.Int).SetUint64(n))
-			got, ok := mulAmount(a, n)
+			got, ok := u128.Mul64(a, n)
 			require.Equal(t, want.Cmp(lim) < 0, ok, "%s × %d", v, n)
 			if ok {
 				require.Equal(t, want.String(), got.String())
@@ -96,7 +98,7 @@ func TestArithmetic(t *testing.T) {
 				for _, num := range ns {
 					q := new(big.Int).Mul(a.Big(), new(big.Int).SetUint64(num))
 					q.Div(q, new(big.Int).SetUint64(n))
-					got, ok := mulDiv(a, num, n)
+					got, ok := u128.MulDiv64(a, num, n)
 					require.Equal(t, q.Cmp(lim) < 0, ok, "%s × %d / %d", v, num, n)
 					if ok {
 						require.Equal(t, q.String(), got.String(), "%s × %d / %d", v, num, n)
@@ -107,7 +109,7 @@ func TestArithmetic(t *testing.T) {
 		for _, v2 := range vals {
 			b := amt(v2)
 			sum := new(big.Int).Add(a.Big(), b.Big())
-			got, ok := addAmount(a, b)
+			got, ok := u128.Add(a, b)
 			require.Equal(t, sum.Cmp(lim) < 0, ok)
 			if ok {
 				require.Equal(t, sum.String(), got.String())

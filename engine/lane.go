@@ -1,14 +1,15 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/fairness"
 	"github.com/timerlane/timerlane/internal/slab"
+	"github.com/timerlane/timerlane/internal/u128"
 	"github.com/timerlane/timerlane/ring"
 )
 
@@ -87,7 +88,6 @@ type feeRec struct {
 
 // laneState is the lane's consensus state and its per-block scratch.
 type laneState struct {
-	started    bool
 	basefee    Amount // the lane basefee of the open (or next) block
 	p50        Amount // median priority fee of the previous block's fires
 	lastCycles uint64 // lane cycles of the previous block
@@ -108,8 +108,7 @@ type laneState struct {
 	cands     []cand
 	sel       []uint32 // indices in cands of the selected, in priority order
 	keys      []sortKey
-	gcs       []uint32
-	gcWhy     []GCReason
+	gcs       []gcCand
 	fired     []Amount
 	order     []uint32
 	reserved  map[Address]Amount // selection: max_cost reserved per payer that is not an actor
@@ -127,6 +126,12 @@ type laneState struct {
 	ctx       BidContext
 }
 
+// gcCand is a due timer the GC lane is to collect.
+type gcCand struct {
+	rec uint32
+	why GCReason
+}
+
 // sortKey orders the candidates (CIP-1 §3 step 7): effective priority
 // descending, then timer id ascending, whose first 8 bytes it carries so
 // that most ties are settled without reading the record.
@@ -138,7 +143,6 @@ type sortKey struct {
 
 // cand is a due timer that may run in this block.
 type cand struct {
-	eff      wide // priority fee × W
 	prio     Amount
 	maxCost  Amount
 	gas      uint64
@@ -159,7 +163,7 @@ func (s *laneState) init(c Config) {
 	s.nfees = 1
 }
 
-// active reports whether the lane runs the block at height h.
+// laneActive reports whether the lane runs the block at height h.
 func (e *Engine) laneActive(h uint64) bool {
 	return e.cfg.Policy == PolicyLane && h >= e.cfg.ActivationHeight
 }
@@ -192,9 +196,10 @@ func (e *Engine) Basefee() Amount { return e.lane.basefee }
 // LaneParams are the lane parameters in force.
 func (e *Engine) LaneParams() LaneParams { return e.lane.params }
 
-// beginLaneBlock applies a pending config update and starts the lane at
-// its activation height (CIP-1 §13.2): basefee initial, an empty fairness
-// window (so every actor starts at W = 2), no previous tips.
+// beginLaneBlock applies a pending config update. The lane starts at its
+// activation height (CIP-1 §13.2) from the state New gave it: basefee
+// initial, an empty fairness window (so every actor starts at W = 2), no
+// previous tips.
 func (e *Engine) beginLaneBlock(h uint64) {
 	s := &e.lane
 	if s.update != nil {
@@ -203,9 +208,6 @@ func (e *Engine) beginLaneBlock(h uint64) {
 		if s.basefee.Cmp(s.params.MinBasefee) < 0 {
 			s.basefee = s.params.MinBasefee
 		}
-	}
-	if !s.started && e.laneActive(h) {
-		s.started = true
 	}
 	s.proposer, s.sysGC = Address{}, 0
 }
@@ -318,7 +320,7 @@ func (e *Engine) payer(r *rec, f *Fees) Address {
 // multiplier on the priority fee.
 func (e *Engine) bid(r *rec, f *Fees) Bid {
 	s := &e.lane
-	def := Bid{MaxFee: satMul(s.basefee, 2), MaxPriorityFee: s.p50} // DefaultBid
+	def := defaultBid(s.basefee, s.p50)
 	b := def
 	var set FeeField
 	if f != nil {
@@ -348,7 +350,7 @@ func (e *Engine) bid(r *rec, f *Fees) Bid {
 	if set&HasTier != 0 {
 		tier = f.Tier
 	}
-	b.MaxPriorityFee, _ = mulDiv(b.MaxPriorityFee, s.params.TierMultipliers[tier], 1000)
+	b.MaxPriorityFee, _ = u128.MulDiv64(b.MaxPriorityFee, s.params.TierMultipliers[tier], 1000)
 	return b
 }
 
@@ -396,20 +398,15 @@ func (e *Engine) setReason(i uint32, why DeferReason) {
 // collect removes timer i, which is not firing, from the pending set for
 // good, and reports it.
 func (e *Engine) collect(i uint32, why GCReason) {
-	r := e.recs.At(i)
-	if r.lpos != 0 {
-		e.dropDeferred(i)
-	} else {
-		e.unqueue(i)
-	}
-	e.ids.del(&r.id)
-	e.actors.recs[r.actor].pending--
-	e.pending--
-	e.touch(&r.id)
+	id := e.recs.At(i).id
+	e.drop(i)
+	e.reportCollected(&id, why)
+}
+
+func (e *Engine) reportCollected(id *TimerID, why GCReason) {
 	if o, ok := e.obs.(LaneObserver); ok {
-		o.Collected(r.id, why)
+		o.Collected(*id, why)
 	}
-	e.release(i)
 }
 
 // expireWindow drops the fairness window's fires older than the window at
@@ -437,12 +434,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Classify every due timer (step 4) and price the candidates (steps 5-6).
 	fireCap := p.MaxCyclesPerFireAuction
-	cands, gcs, why := s.cands[:0], s.gcs[:0], s.gcWhy[:0]
+	cands, gcs := s.cands[:0], s.gcs[:0]
 	for k, i := range s.deferred {
 		r := e.recs.At(i)
 		f := e.feeOf(r)
 		if h > e.expiry(r, f) {
-			gcs, why = append(gcs, i), append(why, Expired)
+			gcs = append(gcs, gcCand{i, Expired})
 			continue
 		}
 		gas := fireCap
@@ -463,10 +460,10 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			prio = b.MaxPriorityFee
 		}
 		w := s.window.Weight(r.actor)
-		perCycle, ok1 := addAmount(s.basefee, prio)
-		maxCost, ok2 := mulAmount(perCycle, gas)
+		perCycle, ok1 := u128.Add(s.basefee, prio)
+		maxCost, ok2 := u128.Mul64(perCycle, gas)
 		cands = append(cands, cand{
-			eff: mulWide(prio, uint64(w)), prio: prio, maxCost: maxCost, gas: gas, weight: w,
+			prio: prio, maxCost: maxCost, gas: gas, weight: w,
 			rec: i, payer: e.payer(r, f), payerIdx: e.payerIdx(r, f), covered: ok1 && ok2,
 		})
 	}
@@ -475,7 +472,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	minGas := uint64(math.MaxUint64)
 	for k := range cands {
 		c := &cands[k]
-		keys = append(keys, sortKey{eff: c.eff, id0: binary.BigEndian.Uint64(e.recs.At(c.rec).id[:8]), k: uint32(k)})
+		keys = append(keys, sortKey{eff: mulWide(c.prio, uint64(c.weight)), id0: binary.BigEndian.Uint64(e.recs.At(c.rec).id[:8]), k: uint32(k)})
 		minGas = min(minGas, c.gas)
 	}
 	// Select greedily within the lane, walking the candidates in that
@@ -508,7 +505,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		c := &cands[key.k]
 		avail := e.available(c)
 		if !c.covered || avail.Cmp(c.maxCost) < 0 {
-			gcs, why = append(gcs, c.rec), append(why, InsufficientFunds)
+			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
 		if budget+c.gas > p.LaneTimerCycles {
@@ -522,7 +519,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	for _, key := range keys[next:n] { // none of these can fit
 		c := &cands[key.k]
 		if !c.covered || e.available(c).Cmp(c.maxCost) < 0 {
-			gcs, why = append(gcs, c.rec), append(why, InsufficientFunds)
+			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
 		e.setReason(c.rec, LaneFull)
@@ -533,25 +530,15 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	res := BlockResult{}
 	fig := &s.figures
 	*fig = LaneFigures{Basefee: s.basefee}
-	if len(gcs) > 0 {
-		idx := s.order[:0]
-		for k := range gcs {
-			idx = append(idx, uint32(k))
+	slices.SortFunc(gcs, func(a, b gcCand) int { return s.byID(a.rec, b.rec) })
+	for _, g := range gcs {
+		if fig.GCCycles+p.GCCostPerTimer > p.GCCycles {
+			e.setReason(g.rec, GCBudget)
+			continue
 		}
-		slices.SortFunc(idx, func(a, b uint32) int {
-			return bytes.Compare(e.recs.At(gcs[a]).id[:], e.recs.At(gcs[b]).id[:])
-		})
-		for _, k := range idx {
-			i := gcs[k]
-			if fig.GCCycles+p.GCCostPerTimer > p.GCCycles {
-				e.setReason(i, GCBudget)
-				continue
-			}
-			fig.GCCycles += p.GCCostPerTimer
-			e.collect(i, why[k])
-			res.GC++
-		}
-		s.order = idx[:0]
+		fig.GCCycles += p.GCCostPerTimer
+		e.collect(g.rec, g.why)
+		res.GC++
 	}
 
 	// Take the selected timers out of the pending set, then fire them in
@@ -573,12 +560,10 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		*fee = FireFee{FeePayer: c.payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: c.maxCost}
 		if err := s.ledger.Debit(c.payer, c.maxCost); err != nil {
 			// Only an executor that moved funds during this block gets
-			// here: the timer is collected as CIP-1 §3 step 8 says.
-			e.pending++ // collect counts it out again
-			e.actors.recs[r.actor].pending++
-			e.ids.put(&r.id, c.rec)
-			r.lpos = 0
-			e.collectTaken(c.rec, InsufficientFunds)
+			// here: the timer, already taken, is collected as CIP-1 §3
+			// step 8 says.
+			e.reportCollected(&r.id, InsufficientFunds)
+			e.release(c.rec)
 			res.GC++
 			continue
 		}
@@ -594,7 +579,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		fee.Burned = s.basefee.Mul64(billed)
 		fee.Refund = c.maxCost.Sub(fee.Tip).Sub(fee.Burned)
 		e.settle(fee)
-		fig.Tips, fig.Burned = satAdd(fig.Tips, fee.Tip), satAdd(fig.Burned, fee.Burned)
+		fig.Tips, fig.Burned = u128.SatAdd(fig.Tips, fee.Tip), u128.SatAdd(fig.Burned, fee.Burned)
 		fired = append(fired, c.prio)
 		e.countFire(actor)
 		if e.obs != nil {
@@ -627,7 +612,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
-	s.cands, s.sel, s.gcs, s.gcWhy = cands[:0], sel[:0], gcs[:0], why[:0]
+	s.cands, s.sel, s.gcs = cands[:0], sel[:0], gcs[:0]
 	res.Lane = fig
 	return res
 }
@@ -656,26 +641,50 @@ func (e *Engine) recordFires(h uint64) {
 		if s.window.Recent(a) != 0 {
 			e.actors.unref(a)
 		}
-		s.window.Add(h, a, uint64(s.fireCount[a]))
-		e.fairAdded(h, a, uint64(s.fireCount[a]))
-		if e.dur != nil {
-			e.dur.fair = append(e.dur.fair, fairEntry{h, e.actors.recs[a].addr, uint64(s.fireCount[a])})
-		}
+		e.addFires(h, a, uint64(s.fireCount[a]))
 		s.fireCount[a] = 0
 	}
 	s.firing = s.firing[:0]
 }
 
-// collectTaken reports and frees a selected timer whose pre-charge failed.
-func (e *Engine) collectTaken(i uint32, why GCReason) {
-	r := e.recs.At(i)
-	e.ids.del(&r.id)
-	e.actors.recs[r.actor].pending--
-	e.pending--
-	if o, ok := e.obs.(LaneObserver); ok {
-		o.Collected(r.id, why)
+// addFires records n fires of actor index a at height h: in the fairness
+// window, its state-root leaf and the block's log record.
+func (e *Engine) addFires(h uint64, a uint32, n uint64) {
+	e.lane.window.Add(h, a, n)
+	e.fairAdded(h, a, n)
+	if e.dur != nil {
+		e.dur.fair = appendFairEntry(e.dur.fair, h, &e.actors.recs[a].addr, n)
+		e.dur.nfair++
 	}
-	e.release(i)
+}
+
+// addFiresOf is addFires for an actor named by address (an entry of a
+// snapshot or a log record), taking the window's reference on it if the
+// window holds none. It refuses counts the window cannot hold.
+func (e *Engine) addFiresOf(h uint64, actor *Address, n uint64) error {
+	i, _ := e.actors.lookup(actor)
+	if n == 0 || n > 1<<40 || e.lane.window.Recent(i) > 1<<61 {
+		return fmt.Errorf("%d fires of %s at height %d", n, actor, h)
+	}
+	if i == 0 || e.lane.window.Recent(i) == 0 {
+		i = e.actors.ref(i, actor)
+	}
+	e.addFires(h, i, n)
+	return nil
+}
+
+// A fairness entry in snapshots and log records: height[8] || actor[20]
+// || fires[8].
+const fairEntryLen = 36
+
+func appendFairEntry(b []byte, h uint64, actor *Address, n uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, h)
+	b = append(b, actor[:]...)
+	return binary.BigEndian.AppendUint64(b, n)
+}
+
+func readFairEntry(x []byte) (h uint64, actor Address, n uint64) {
+	return binary.BigEndian.Uint64(x), Address(x[8:28]), binary.BigEndian.Uint64(x[28:36])
 }
 
 // settle pays out a fire's pre-charge: the refund to the payer at once;
@@ -688,8 +697,8 @@ func (e *Engine) settle(f *FireFee) {
 	if err := s.ledger.Credit(f.FeePayer, f.Refund); err != nil {
 		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
 	}
-	tips, ok1 := addAmount(s.tipsDue, f.Tip)
-	burn, ok2 := addAmount(s.burnDue, f.Burned)
+	tips, ok1 := u128.Add(s.tipsDue, f.Tip)
+	burn, ok2 := u128.Add(s.burnDue, f.Burned)
 	if !ok1 || !ok2 {
 		e.payTips() // the sums would pass 2^128-1: pay what is due first
 		tips, burn = f.Tip, f.Burned
@@ -737,13 +746,13 @@ func nextBasefee(b Amount, used uint64, p *LaneParams) Amount {
 	var next Amount
 	switch {
 	case used > t:
-		d, _ := mulDiv(b, min(8*(used-t), t), 8*t)
+		d, _ := u128.MulDiv64(b, min(8*(used-t), t), 8*t)
 		if d.IsZero() {
 			d = Amount{Lo: 1}
 		}
-		next = satAdd(b, d)
+		next = u128.SatAdd(b, d)
 	case used < t:
-		d, _ := mulDiv(b, min(8*(t-used), t), 8*t)
+		d, _ := u128.MulDiv64(b, min(8*(t-used), t), 8*t)
 		next = b.Sub(d)
 	default:
 		next = b
@@ -771,14 +780,10 @@ func (s *laneState) emptyLaneBlocks(n uint64) {
 // before reports whether key a sorts before b: higher effective priority
 // first, then the smaller id prefix; full ties go to tie.
 func (a *sortKey) before(b *sortKey, tie func(a, b uint32) bool) bool {
-	switch {
-	case a.eff.hi != b.eff.hi:
-		return a.eff.hi > b.eff.hi
-	case a.eff.mid != b.eff.mid:
-		return a.eff.mid > b.eff.mid
-	case a.eff.lo != b.eff.lo:
-		return a.eff.lo > b.eff.lo
-	case a.id0 != b.id0:
+	if c := a.eff.cmp(b.eff); c != 0 {
+		return c > 0
+	}
+	if a.id0 != b.id0 {
 		return a.id0 < b.id0
 	}
 	return tie(a.k, b.k)

@@ -31,15 +31,7 @@ const (
 	tagScheduler = 0x03
 )
 
-var keyScheduler = labelKey("timerlane/scheduler")
-
-func labelKey(s string) [32]byte {
-	h := sha3.NewLegacyKeccak256()
-	h.Write([]byte(s))
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
-}
+var keyScheduler = keccak([]byte("timerlane/scheduler"))
 
 // stateRoot keeps the tree and what the open block changed.
 type stateRoot struct {
@@ -82,15 +74,6 @@ func (e *Engine) Root() [32]byte {
 	return e.root.tree.Root()
 }
 
-// RootHashes is the number of Keccak-256 calls the tree has made (for
-// benchmarks against the bound of one per distinct changed node).
-func (e *Engine) RootHashes() uint64 {
-	if e.root == nil {
-		return 0
-	}
-	return e.root.tree.Hashes()
-}
-
 // Prove returns a proof that timer id is pending (with the value hash its
 // leaf holds) or is not, against Root(); merkle.Verify checks it with
 // nothing else.
@@ -102,19 +85,6 @@ func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending 
 	e.root.tree.Root()
 	value, pending = e.root.tree.Get(id)
 	return e.root.tree.Prove(id), value, pending
-}
-
-// TimerLeaf returns the value hash of a pending timer's leaf: keccak256 of
-// its canonical encoding (docs/STATE_ROOT.md).
-func (e *Engine) TimerLeaf(id TimerID) ([32]byte, bool) {
-	i, ok := e.ids.get(&id)
-	if !ok {
-		return [32]byte{}, false
-	}
-	if e.root == nil {
-		return keccak(e.appendTimer(nil, i)), true
-	}
-	return e.root.hash(e.appendTimer(e.root.buf[:0], i)), true
 }
 
 func keccak(b []byte) [32]byte {
@@ -148,20 +118,27 @@ func (e *Engine) flushRoot() {
 	s.tree.Set(keyScheduler, s.hash(s.buf))
 }
 
-// fairKey is the key of a fairness-window entry's leaf.
-func (e *Engine) fairKey(height uint64, actor *Address) [32]byte {
-	b := append(e.root.buf[:0], "timerlane/fairness"...)
+// appendFairKey appends the preimage of a fairness-window entry's key:
+// "timerlane/fairness" || height[8] || actor[20].
+func appendFairKey(b []byte, height uint64, actor *Address) []byte {
+	b = append(b, "timerlane/fairness"...)
 	b = binary.BigEndian.AppendUint64(b, height)
-	b = append(b, actor[:]...)
-	e.root.buf = b
-	return e.root.hash(b)
+	return append(b, actor[:]...)
+}
+
+// appendFairValue appends a fairness entry's leaf encoding: 0x02 || fires[8].
+func appendFairValue(b []byte, n uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(b, tagFairness), n)
+}
+
+func (e *Engine) fairKey(height uint64, actor *Address) [32]byte {
+	e.root.buf = appendFairKey(e.root.buf[:0], height, actor)
+	return e.root.hash(e.root.buf)
 }
 
 func (e *Engine) fairValue(n uint64) [32]byte {
-	b := append(e.root.buf[:0], tagFairness)
-	b = binary.BigEndian.AppendUint64(b, n)
-	e.root.buf = b
-	return e.root.hash(b)
+	e.root.buf = appendFairValue(e.root.buf[:0], n)
+	return e.root.hash(e.root.buf)
 }
 
 // fairAdded and fairExpired keep the fairness leaves in step with the
@@ -269,7 +246,7 @@ func (e *Engine) appendScheduler(b []byte) []byte {
 		b = append(b, a[:]...)
 	}
 	s := &e.lane
-	b = append(b, boolByte(s.started))
+	b = append(b, boolByte(e.laneStarted()))
 	b = appendAmount(b, s.basefee)
 	b = appendAmount(b, s.p50)
 	b = binary.BigEndian.AppendUint64(b, s.lastCycles)
@@ -291,6 +268,10 @@ func appendParams(b []byte, p *LaneParams) []byte {
 	}
 	return b
 }
+
+// laneStarted reports whether a lane block has begun: the lane's figures
+// then hold its state rather than their initial values.
+func (e *Engine) laneStarted() bool { return e.started && e.laneActive(e.height) }
 
 func boolByte(v bool) byte {
 	if v {
@@ -320,12 +301,8 @@ func (e *Engine) Leaves() []Leaf {
 		timer(i)
 	}
 	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
-		var key []byte
-		key = append(key, "timerlane/fairness"...)
-		key = binary.BigEndian.AppendUint64(key, h)
-		key = append(key, e.actors.recs[a].addr[:]...)
-		enc := binary.BigEndian.AppendUint64([]byte{tagFairness}, n)
-		out = append(out, Leaf{Kind: "fairness", Key: keccak(key), Encoding: enc})
+		key := keccak(appendFairKey(nil, h, &e.actors.recs[a].addr))
+		out = append(out, Leaf{Kind: "fairness", Key: key, Encoding: appendFairValue(nil, n)})
 	})
 	return append(out, Leaf{Kind: "scheduler", Key: keyScheduler, Encoding: e.appendScheduler(nil)})
 }

@@ -46,6 +46,68 @@ func (x rootExec) Execute(tx Tx, d *Delivery) (Usage, error) {
 	return u, nil
 }
 
+// program drives an engine through random blocks: schedules with random
+// fees, cancels, extends, reverted transactions, system cancels (when sys
+// is set) and handlers that schedule and cancel (rootExec). The same seed
+// gives the same calls, so two engines in the same state stay in step.
+type program struct {
+	r      *rand.Rand
+	policy Policy
+	live   []TimerID
+	sys    Address // a system deployer, or zero for none
+}
+
+// block runs block h.
+func (p *program) block(t testing.TB, e *Engine, h uint64) {
+	t.Helper()
+	require.NoError(t, e.BeginBlock(h))
+	p.txs(t, e, h)
+	_, err := e.EndBlock(rootExec{r: p.r, live: &p.live})
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+}
+
+// txs runs the open block h's transactions and system instructions.
+func (p *program) txs(t testing.TB, e *Engine, h uint64) {
+	t.Helper()
+	r := p.r
+	actors := []Address{{1}, {2}, {3}}
+	for range r.IntN(3) {
+		tx, err := e.Begin(actors[r.IntN(3)], r.Uint64())
+		require.NoError(t, err)
+		for range r.IntN(5) {
+			switch r.IntN(4) {
+			case 0, 1:
+				f := &Fees{}
+				if p.policy == PolicyLane && r.IntN(2) == 0 {
+					f.Set = HasGasLimit | HasExpiresAt | HasMaxPriorityFee
+					f.GasLimit, f.ExpiresAt = r.Uint64N(300_000), h+40+r.Uint64N(30)
+					f.MaxPriorityFee = Amount{Lo: r.Uint64N(50)}
+				}
+				if s, err := tx.ScheduleFees(h+1+r.Uint64N(60), []byte{byte(r.IntN(256)), 7}, f); err == nil {
+					p.live = append(p.live, s.ID)
+				}
+			case 2:
+				if len(p.live) > 0 {
+					tx.Cancel(p.live[r.IntN(len(p.live))])
+				}
+			case 3:
+				if p.policy == PolicyLane && len(p.live) > 0 {
+					tx.Extend(p.live[r.IntN(len(p.live))], h+60+r.Uint64N(60))
+				}
+			}
+		}
+		if r.IntN(4) == 0 {
+			require.NoError(t, tx.Revert())
+		} else {
+			require.NoError(t, tx.Commit())
+		}
+	}
+	if p.sys != (Address{}) && p.policy == PolicyLane && r.IntN(10) == 0 && len(p.live) > 0 {
+		e.SystemCancel(p.sys, p.live[r.IntN(len(p.live))])
+	}
+}
+
 // TestRootIncremental drives random blocks under both policies and three
 // layouts and checks after every block that the incremental root equals
 // the root computed from scratch, and that the layouts agree.
@@ -61,57 +123,18 @@ func TestRootIncremental(t *testing.T) {
 			cfg.SystemDeployers = []Address{{0x5e}}
 			e, err := New(cfg)
 			require.NoError(t, err)
-			r := rand.New(rand.NewPCG(3, 4))
-			actors := []Address{{1}, {2}, {3}}
-			for _, a := range actors {
+			for _, a := range []Address{{1}, {2}, {3}} {
 				require.NoError(t, e.Ledger().Credit(a, Amount{Lo: 1 << 40}))
 			}
-			var live []TimerID
-			x := rootExec{r: r, live: &live}
+			p := &program{r: rand.New(rand.NewPCG(3, 4)), policy: policy, sys: Address{0x5e}}
 			var got [][32]byte
 			for h := uint64(1); h <= 150; h++ {
-				if r.IntN(8) == 0 {
-					to, err := e.SkipEmpty(h + r.Uint64N(6))
+				if p.r.IntN(8) == 0 {
+					to, err := e.SkipEmpty(h + p.r.Uint64N(6))
 					require.NoError(t, err)
 					h = to + 1
 				}
-				require.NoError(t, e.BeginBlock(h))
-				for range r.IntN(3) {
-					tx, err := e.Begin(actors[r.IntN(3)], r.Uint64())
-					require.NoError(t, err)
-					for range r.IntN(5) {
-						switch r.IntN(4) {
-						case 0, 1:
-							f := &Fees{}
-							if policy == PolicyLane && r.IntN(2) == 0 {
-								f.Set = HasGasLimit | HasExpiresAt
-								f.GasLimit, f.ExpiresAt = r.Uint64N(300_000), h+50+r.Uint64N(30)
-							}
-							if s, err := tx.ScheduleFees(h+1+r.Uint64N(60), []byte{byte(r.IntN(256))}, f); err == nil {
-								live = append(live, s.ID)
-							}
-						case 2:
-							if len(live) > 0 {
-								tx.Cancel(live[r.IntN(len(live))])
-							}
-						case 3:
-							if policy == PolicyLane && len(live) > 0 {
-								tx.Extend(live[r.IntN(len(live))], h+60+r.Uint64N(60))
-							}
-						}
-					}
-					if r.IntN(4) == 0 {
-						require.NoError(t, tx.Revert())
-					} else {
-						require.NoError(t, tx.Commit())
-					}
-				}
-				if policy == PolicyLane && r.IntN(10) == 0 && len(live) > 0 {
-					e.SystemCancel(Address{0x5e}, live[r.IntN(len(live))])
-				}
-				_, err := e.EndBlock(x)
-				require.NoError(t, err)
-				require.NoError(t, e.Commit())
+				p.block(t, e, h)
 				root := e.Root()
 				require.Equal(t, e.scratchRoot(), root, "%v layout %v block %d", policy, layout, h)
 				got = append(got, root)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,19 +43,14 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var buf []byte
 	buf = append(buf, snapshotMagic...)
-	sched := e.appendScheduler(nil)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(sched)))
-	buf = append(buf, sched...)
+	buf = e.appendSchedulerEntry(buf)
 	order := e.timersBySeq()
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(order)))
 	if _, err := bw.Write(buf); err != nil {
 		return err
 	}
 	for _, i := range order {
-		buf = append(buf[:0], e.recs.At(i).id[:]...)
-		buf = binary.BigEndian.AppendUint32(buf, 0) // length, patched below
-		buf = e.appendTimer(buf, i)
-		binary.BigEndian.PutUint32(buf[32:36], uint32(len(buf)-36))
+		buf = e.appendTimerEntry(buf[:0], i)
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -62,9 +58,7 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	var fair []byte
 	n := 0
 	e.lane.window.Walk(func(h uint64, a uint32, fires uint64) {
-		fair = binary.BigEndian.AppendUint64(fair, h)
-		fair = append(fair, e.actors.recs[a].addr[:]...)
-		fair = binary.BigEndian.AppendUint64(fair, fires)
+		fair = appendFairEntry(fair, h, &e.actors.recs[a].addr, fires)
 		n++
 	})
 	buf = binary.BigEndian.AppendUint64(buf[:0], uint64(n))
@@ -77,12 +71,31 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	return bw.Flush()
 }
 
+// appendSchedulerEntry appends len[4] || the scheduler encoding, as
+// snapshots and log records hold it.
+func (e *Engine) appendSchedulerEntry(b []byte) []byte {
+	at := len(b)
+	b = e.appendScheduler(binary.BigEndian.AppendUint32(b, 0))
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// appendTimerEntry appends timer_id[32] || len[4] || the timer's encoding,
+// as snapshots and log records hold pending timer i.
+func (e *Engine) appendTimerEntry(b []byte, i uint32) []byte {
+	b = append(b, e.recs.At(i).id[:]...)
+	at := len(b)
+	b = e.appendTimer(binary.BigEndian.AppendUint32(b, 0), i)
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
 // timersBySeq lists the pending timers' records in insertion order.
 func (e *Engine) timersBySeq() []uint32 {
 	var out []uint32
 	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { out = append(out, uint32(x.Val)) })
 	out = append(out, e.lane.deferred...)
-	slices.SortFunc(out, func(a, b uint32) int { return cmpU64(e.recs.At(a).seq, e.recs.At(b).seq) })
+	slices.SortFunc(out, func(a, b uint32) int { return cmp.Compare(e.recs.At(a).seq, e.recs.At(b).seq) })
 	return out
 }
 
@@ -192,28 +205,23 @@ func Restore(cfg Config, r io.Reader) (*Engine, error) {
 	lastH := uint64(0)
 	seen := map[Address]bool{} // the actors of height lastH
 	for k := uint64(0); k < count && s.err == nil; k++ {
-		h := s.u64()
-		var addr Address
-		copy(addr[:], s.bytes(20)) // nil after an error: the zero address, and s.err is set
-		fires := s.u64()
+		x := s.bytes(fairEntryLen)
+		if s.err != nil {
+			break
+		}
+		h, addr, fires := readFairEntry(x)
 		if h != lastH {
 			clear(seen)
 		}
-		i, _ := e.actors.lookup(&addr)
 		switch {
-		case s.err != nil:
 		case h < lastH:
 			s.fail("entry %d at height %d after height %d", k, h, lastH)
-		case h > e.height || fires == 0 || fires > 1<<40 || seen[addr]:
-			s.fail("entry %d: height %d, %d fires, actor %s", k, h, fires, addr)
-		case e.lane.window.Recent(i) > 1<<61:
-			s.fail("entry %d: actor %s has too many fires", k, addr)
+		case h > e.height || seen[addr]:
+			s.fail("entry %d: height %d, actor %s", k, h, addr)
 		default:
-			if i == 0 || e.lane.window.Recent(i) == 0 {
-				i = e.actors.ref(i, &addr) // the window's reference
+			if err := e.addFiresOf(h, &addr, fires); err != nil {
+				s.fail("entry %d: %v", k, err)
 			}
-			e.lane.window.Add(h, i, fires)
-			e.fairAdded(h, i, fires)
 			lastH, seen[addr] = h, true
 		}
 	}
@@ -340,39 +348,28 @@ func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) error {
 	if t.height == 0 {
 		return fmt.Errorf("timer %s at height 0", id)
 	}
-	i := e.allocRec()
-	r := e.recs.At(i)
-	*r = rec{id: id, height: t.height, seq: t.seq, handlerLen: uint32(len(t.handler)), payloadLen: uint32(len(t.body))}
-	if n := len(t.handler) + len(t.body); n > 0 {
-		ref, buf := e.data.Alloc(n)
-		copy(buf[copy(buf, t.handler):], t.body)
-		r.data = ref
-	}
-	if t.fees.Set != 0 {
-		r.fee = e.allocFee()
-		e.lane.fees.At(r.fee).Fees = t.fees
-	}
 	ai, pending := e.actors.lookup(&t.actor)
 	if pending >= e.cfg.MaxTimersPerActor {
 		return fmt.Errorf("actor %s has more than max_timers_per_actor timers", t.actor)
 	}
-	r.actor = e.actors.ref(ai, &t.actor)
-	e.actors.recs[r.actor].pending++
-	e.ids.putAt(at, &id, i)
-	e.pending++
+	var fee uint32
+	if t.fees.Set != 0 {
+		fee = e.allocFee()
+		e.lane.fees.At(fee).Fees = t.fees
+	}
+	i := e.addTimer(at, &id, t.height, t.seq, t.handler, t.body, fee, ai, &t.actor)
 	if t.height <= e.height {
 		e.addDeferred(i)
 	} else {
-		r.pos = e.q.Insert(ring.Entry{Height: t.height, Seq: t.seq, Val: uint64(i)})
+		e.recs.At(i).pos = e.q.Insert(ring.Entry{Height: t.height, Seq: t.seq, Val: uint64(i)})
 	}
-	e.touch(&id)
 	return nil
 }
 
 // restoreScheduler sets the scheduler state from its encoding, after
 // checking that its configuration is the engine's.
 func (e *Engine) restoreScheduler(b []byte) error {
-	want := e.appendScheduler(nil) // a fresh engine: the configuration part is comparable
+	want := e.appendScheduler(nil) // its configuration part does not depend on the state
 	// Layout of appendScheduler: tag, height 8, started 1, seq 8, then the
 	// configuration up to the lane figures.
 	const head = 1 + 8 + 1 + 8
@@ -401,7 +398,9 @@ func (e *Engine) restoreScheduler(b []byte) error {
 	if len(rest) < 1+16+16+8 || rest[0] > 1 {
 		return errors.New("lane figures truncated")
 	}
-	s.started = rest[0] == 1
+	if (rest[0] == 1) != e.laneStarted() {
+		return fmt.Errorf("lane started byte %d at height %d", rest[0], e.height)
+	}
 	s.basefee, s.p50 = amountBE(rest[1:17]), amountBE(rest[17:33])
 	s.lastCycles = binary.BigEndian.Uint64(rest[33:41])
 	rest = rest[41:]

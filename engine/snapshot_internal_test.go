@@ -9,51 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// program drives an engine through random blocks; the same seed gives the
-// same calls, so two engines in the same state stay in step.
-type program struct {
-	r      *rand.Rand
-	policy Policy
-	live   []TimerID
-}
-
-func (p *program) block(t testing.TB, e *Engine, h uint64) {
-	t.Helper()
-	r := p.r
-	require.NoError(t, e.BeginBlock(h))
-	actors := []Address{{1}, {2}, {3}}
-	for range r.IntN(3) {
-		tx, err := e.Begin(actors[r.IntN(3)], r.Uint64())
-		require.NoError(t, err)
-		for range r.IntN(5) {
-			switch r.IntN(4) {
-			case 0, 1:
-				f := &Fees{}
-				if p.policy == PolicyLane && r.IntN(2) == 0 {
-					f.Set = HasGasLimit | HasExpiresAt | HasMaxPriorityFee
-					f.GasLimit, f.ExpiresAt = r.Uint64N(300_000), h+40+r.Uint64N(30)
-					f.MaxPriorityFee = Amount{Lo: r.Uint64N(50)}
-				}
-				if s, err := tx.ScheduleFees(h+1+r.Uint64N(60), []byte{byte(r.IntN(256)), 7}, f); err == nil {
-					p.live = append(p.live, s.ID)
-				}
-			case 2:
-				if len(p.live) > 0 {
-					tx.Cancel(p.live[r.IntN(len(p.live))])
-				}
-			case 3:
-				if p.policy == PolicyLane && len(p.live) > 0 {
-					tx.Extend(p.live[r.IntN(len(p.live))], h+60+r.Uint64N(60))
-				}
-			}
-		}
-		require.NoError(t, tx.Commit())
-	}
-	_, err := e.EndBlock(rootExec{r: r, live: &p.live})
-	require.NoError(t, err)
-	require.NoError(t, e.Commit())
-}
-
 func snapConfig(policy Policy, layout [3]uint64) Config {
 	cfg := DefaultConfig()
 	cfg.RingSize, cfg.EpochLength, cfg.EpochCount = layout[0], layout[1], layout[2]

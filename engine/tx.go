@@ -1,6 +1,10 @@
 package engine
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/u128"
+)
 
 const recSize = unsafe.Sizeof(rec{})
 
@@ -161,7 +165,7 @@ func (e *Engine) checkFees(height uint64, f *Fees, out *Scheduled) (Fees, error)
 	kept := *f
 	kept.Set &^= HasBid
 	if f.Set&HasMaxPriorityFee != 0 {
-		maxFee := satMul(base, 2) // the default agent's, when none is stated
+		maxFee := u128.SatMul64(base, 2) // the default agent's, when none is stated
 		if f.Set&HasMaxFee != 0 {
 			maxFee = f.MaxFee
 		}

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -101,19 +102,9 @@ func list(fsys vfs.FS, dir string) (listing, error) {
 			ls.temps = append(ls.temps, name)
 		}
 	}
-	slices.SortFunc(ls.segs, func(a, b segment) int { return cmpU64(a.first, b.first) })
-	slices.SortFunc(ls.snaps, func(a, b snapshotFile) int { return cmpU64(a.height, b.height) })
+	slices.SortFunc(ls.segs, func(a, b segment) int { return cmp.Compare(a.first, b.first) })
+	slices.SortFunc(ls.snaps, func(a, b snapshotFile) int { return cmp.Compare(a.height, b.height) })
 	return ls, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // verifySnapshot reads a whole snapshot file, checking it, and returns its

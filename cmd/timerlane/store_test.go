@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestStoreCommands(t *testing.T) {
 	require.Equal(t, 0, code)
 	p := parse(out)
 	require.True(t, p.Pending)
-	require.Equal(t, "0x"+hexOf(root[:]), p.Root)
+	require.Equal(t, "0x"+hex.EncodeToString(root[:]), p.Root)
 	code, _, _ = cli("verify-proof", p.Root, p.TimerID, p.Proof, p.ValueHash)
 	require.Equal(t, 0, code)
 	code, _, _ = cli("verify-proof", p.Root, p.TimerID, p.Proof) // it is not absent
@@ -83,13 +84,4 @@ func TestStoreCommands(t *testing.T) {
 	require.Equal(t, 2, code)
 	code, _, _ = cli("inspect", t.TempDir())
 	require.Equal(t, 1, code)
-}
-
-func hexOf(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }

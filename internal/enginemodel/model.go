@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/sha3"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/calendar/calendartest"
 )
 
 // ---- programs ----
@@ -798,18 +799,6 @@ func WithLayout(cfg engine.Config, l [3]uint64) engine.Config {
 	return cfg
 }
 
-func Diff(a, b []string) string {
-	for i := 0; i < len(a) || i < len(b); i++ {
-		var x, y string
-		if i < len(a) {
-			x = a[i]
-		}
-		if i < len(b) {
-			y = b[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d:\n  model:  %s\n  engine: %s\ncontext:\n  %s", i, x, y, strings.Join(a[max(0, i-8):i], "\n  "))
-		}
-	}
-	return ""
-}
+// Diff names the first entry where the model's log a and the engine's
+// log b differ, or is "".
+func Diff(a, b []string) string { return calendartest.DiffLogs(a, b) }

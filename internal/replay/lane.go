@@ -2,10 +2,10 @@ package replay
 
 import (
 	"fmt"
-	"math/bits"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/trace"
+	"github.com/timerlane/timerlane/internal/u128"
 )
 
 // laneConfig applies a config's (or an update_config's) lane keys to p.
@@ -78,35 +78,11 @@ func newAgent(g *trace.GBA) (*agent, error) {
 	return &a, nil
 }
 
-// Bid implements engine.GasBidder; the sums saturate at 2^128-1.
+// Bid implements engine.GasBidder; the sum saturates at 2^128-1.
 func (a *agent) Bid(c *engine.BidContext) (engine.Bid, error) {
 	late := c.CurrentHeight - c.TriggerHeight
-	extra, ok := mul(a.perBlock, late)
-	tip := engine.Amount{}
-	if ok {
-		tip, ok = add(a.tip, extra)
-	}
-	if !ok {
-		tip = maxAmount
-	}
+	tip := u128.SatAdd(a.tip, u128.SatMul64(a.perBlock, late))
 	return engine.Bid{MaxFee: a.maxFee, MaxPriorityFee: tip}, nil
-}
-
-var maxAmount = engine.Amount{Lo: ^uint64(0), Hi: ^uint64(0)}
-
-// mul is a × n, false when it passes 2^128-1.
-func mul(a engine.Amount, n uint64) (engine.Amount, bool) {
-	h1, lo := bits.Mul64(a.Lo, n)
-	h2, mid := bits.Mul64(a.Hi, n)
-	hi, c := bits.Add64(h1, mid, 0)
-	return engine.Amount{Lo: lo, Hi: hi}, h2 == 0 && c == 0
-}
-
-// add is a + b, false when it passes 2^128-1.
-func add(a, b engine.Amount) (engine.Amount, bool) {
-	lo, c := bits.Add64(a.Lo, b.Lo, 0)
-	hi, c2 := bits.Add64(a.Hi, b.Hi, c)
-	return engine.Amount{Lo: lo, Hi: hi}, c2 == 0
 }
 
 // system runs a system op. A system instruction that fails (an unknown
