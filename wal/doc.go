@@ -13,6 +13,8 @@
 //	    err = l.Append(height, body)                 // durable when it returns nil
 //	every N blocks:
 //	    err = l.WriteSnapshot(height, stateReader)   // old segments go
+//	on a reorg back to block h:
+//	    err = l.Truncate(h, writeStateAtH)           // blocks above h go; Append takes h+1
 //	err = l.Close()
 //
 // Heights are at least 1 and contiguous: Append takes LastHeight()+1 (an
@@ -43,8 +45,8 @@
 //
 // # Failures
 //
-// A filesystem error in Append, Sync, WriteSnapshot (or a background sync)
-// puts the Log in a failed state: that call returns a *FailedError, which
+// A filesystem error in Append, Sync, WriteSnapshot, Truncate (or a
+// background sync) puts the Log in a failed state: that call returns a *FailedError, which
 // matches ErrFailed and the filesystem's error (errors.Is(err,
 // syscall.ENOSPC)), and every later call returns it too, until the Log is
 // closed and reopened. The Log's heights stay at the last durable block
@@ -66,7 +68,10 @@
 // one snapshot and the log written since it (at most RetainSnapshots
 // snapshot intervals if the newest snapshot is damaged), however old the
 // chain. Without a valid snapshot the log must begin at its first segment
-// (a header flag marks the segment that starts a log).
+// (a header flag marks the segment that starts a log). With
+// Options.KeepRecords = K, Open instead starts from the newest valid
+// snapshot at least K blocks below the last height, if every record after
+// it is there and valid (see Rollback).
 //
 // Damage is either a torn tail or corruption:
 //
@@ -94,6 +99,45 @@
 // only if the log still covers the damaged one's height (RetainSnapshots,
 // default 2, keeps the segments that fallback needs); otherwise Open fails
 // with the snapshot's *CorruptError.
+//
+// # Rollback
+//
+// Truncate(h, snapshot) rolls the log back to block h (a reorg): it removes
+// every record and snapshot above h, so that LastHeight is h and Append
+// takes h+1; Truncate(0, nil) empties the log. The state at h must stay
+// recoverable: from a snapshot at or below h and the records after it, or
+// from the log's records from its start. When the rollback goes below all
+// of that, Truncate first writes a snapshot at h, whose payload the
+// snapshot function writes (nil: it fails with ErrNeedSnapshot and changes
+// nothing).
+//
+// Truncate first syncs what was appended, then, each step durable before
+// the next: writes that snapshot (temporary file, fsync, rename, directory
+// fsync); removes damaged snapshots above h; removes the snapshots above h
+// and then the segments whose records are all above h, newest first, one
+// removal and directory fsync at a time (directory changes may reach the
+// disk in any order, and a segment left without the one before it is a
+// gap); and cuts the segment holding block h+1 there, walking its record
+// headers to find it, and fsyncs it. So a crash at any point after the
+// first sync recovers the state after some block between h and the old
+// last height: the old last block while the snapshots above h are there;
+// after that, a block reached by a replay from a snapshot at or below h,
+// which the caller can roll back again. Only if the records from h+1 on
+// are not in the log at all
+// (every segment starts above h+1, so that the new snapshot at h joins
+// none of them) do the segments go before the snapshots above h, and a
+// crash in between recovers a block above h from such a snapshot alone.
+//
+// A caller that must roll back up to K blocks after a restart too sets
+// Options.KeepRecords = K. Open then replays at least K records when the
+// log has them, from which the caller rebuilds what it needs to undo the
+// last K blocks; and WriteSnapshot keeps the snapshot that Open would start
+// from now (the newest at least K below the newest snapshot), every newer
+// one (each becomes it in turn as the log grows), and the segments from it
+// on, besides what RetainSnapshots keeps. With a snapshot every N blocks,
+// recovery replays between K and about K+N records, and a Truncate back
+// up to K blocks needs no snapshot function once there is a snapshot K or
+// more blocks below the newest one (the newest at K+N or above).
 //
 // # Files
 //

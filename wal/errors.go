@@ -15,12 +15,16 @@ var (
 	ErrFailed = errors.New("wal: log failed (close and reopen it)")
 	// ErrClosed is returned by calls on a closed Log.
 	ErrClosed = errors.New("wal: log closed")
-	// ErrHeight is returned by Append and WriteSnapshot for a height out of
-	// sequence; the log is unchanged and still usable.
+	// ErrHeight is returned by Append, WriteSnapshot and Truncate for a
+	// height out of sequence; the log is unchanged and still usable.
 	ErrHeight = errors.New("wal: height out of sequence")
 	// ErrTooLarge is returned by Append for a body above
 	// Options.MaxBodySize; the log is unchanged and still usable.
 	ErrTooLarge = errors.New("wal: body too large")
+	// ErrNeedSnapshot is returned by Truncate, given no snapshot function,
+	// for a height that nothing left in the log could recover the state
+	// at; the log is unchanged and still usable.
+	ErrNeedSnapshot = errors.New("wal: truncation needs a snapshot at the height")
 )
 
 // CorruptError says that a file of the log does not hold what the log
@@ -43,7 +47,7 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 // operation and the filesystem's error. It matches ErrFailed and its Err
 // (errors.Is(err, syscall.ENOSPC), say).
 type FailedError struct {
-	Op  string // "append", "sync", "rotate", "snapshot", "close"
+	Op  string // "append", "sync", "rotate", "snapshot", "truncate", "close"
 	Err error
 }
 

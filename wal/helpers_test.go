@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/timerlane/timerlane/internal/vfs"
 )
@@ -73,6 +76,17 @@ func makeState(h uint64) []byte {
 }
 
 func quiet(string, ...any) {}
+
+// encodeSnapshotChunks writes the snapshot file format of the state at
+// height, read from src, to w, in chunks of chunkSize (WriteSnapshot's are
+// snapChunkSize).
+func encodeSnapshotChunks(w io.Writer, height uint64, src io.Reader, c Compression, zenc *zstd.Encoder, chunkSize int) error {
+	sw := newSnapWriter(w, height, c, zenc, chunkSize)
+	if _, err := io.Copy(sw, src); err != nil && sw.err == nil {
+		return &sourceError{err}
+	}
+	return sw.Close()
+}
 
 // recovered is the state a Log recovered: snapshot height and the heights
 // of the records after it, all checked against stateFor and bodyFor.

@@ -78,6 +78,18 @@ type Options struct {
 	// newest snapshot is found damaged, Open falls back to the one before
 	// and replays the log from there).
 	RetainSnapshots int
+	// KeepRecords, if above 0, keeps the last KeepRecords blocks replayable
+	// after a restart, for a caller that must be able to roll them back
+	// (see Truncate): Open recovers from the newest valid snapshot at
+	// least KeepRecords blocks below the last height, if it and every
+	// record after it are there and valid, so that Replay yields at least
+	// KeepRecords records; and WriteSnapshot keeps that snapshot (the
+	// newest at least KeepRecords below the newest), every newer one (each
+	// becomes it in turn) and the segments after it, whatever
+	// RetainSnapshots says. Recovery then replays at most KeepRecords plus
+	// one snapshot interval of records. Default 0: recover from the newest
+	// valid snapshot.
+	KeepRecords uint64
 	// Logf reports what Open cut or removed (a torn tail, a leftover
 	// temporary snapshot, a skipped damaged snapshot) and what a repair
 	// truncated. Default log.Printf.
@@ -125,9 +137,9 @@ type snapshotFile struct {
 	name   string
 }
 
-// Log is an open write-ahead log. Append, Sync, WriteSnapshot and Close
-// are meant to be called from one goroutine (they are serialized all the
-// same); DurableHeight and LastHeight may be called from any.
+// Log is an open write-ahead log. Append, Sync, WriteSnapshot, Truncate
+// and Close are meant to be called from one goroutine (they are serialized
+// all the same); DurableHeight and LastHeight may be called from any.
 type Log struct {
 	fs   vfs.FS
 	dir  string
@@ -163,7 +175,9 @@ type Log struct {
 // Recovery is what Open found.
 type Recovery struct {
 	// SnapshotHeight is the height of the snapshot recovery starts from
-	// (0: none, the log is replayed from its first record).
+	// (0: none, the log is replayed from its first record). With
+	// Options.KeepRecords it may be below the newest snapshot (which
+	// Log.SnapshotHeight reports).
 	SnapshotHeight uint64
 	// Snapshot is the snapshot's file name ("" if none).
 	Snapshot string
@@ -439,19 +453,47 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 	if err := l.syncActive(); err != nil {
 		return err
 	}
+	err := l.writeSnapshotFile(height, func(w io.Writer) error {
+		if _, err := io.Copy(w, state); err != nil {
+			return &sourceError{err}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
+	l.durable = max(l.durable, height)
+	l.mu.Unlock()
+	return l.cleanup()
+}
+
+// writeSnapshotFile writes the snapshot of the state after block height,
+// whose payload fill writes: to a temporary file, fsynced, then renamed
+// into place and the directory fsynced, so that a crash leaves either a
+// whole snapshot at height or none. An error of fill's own (not the
+// file's) fails only this call, and the temporary file goes; a filesystem
+// error fails the log.
+func (l *Log) writeSnapshotFile(height uint64, fill func(w io.Writer) error) error {
 	tmp := l.path(tempName(height))
 	f, err := l.fs.Create(tmp)
 	if err != nil {
 		return l.fail("snapshot", err)
 	}
-	if err := encodeSnapshot(f, height, state, l.opts.Compression, l.zenc); err != nil {
+	sw := newSnapWriter(f, height, l.opts.Compression, l.zenc, snapChunkSize)
+	err = fill(sw)
+	if err == nil {
+		err = sw.Close()
+	}
+	if sw.err != nil {
 		f.Close()
-		var se *sourceError
-		if errors.As(err, &se) {
-			l.fs.Remove(tmp) // best effort; Open removes leftovers
-			return se
-		}
-		return l.fail("snapshot", err)
+		return l.fail("snapshot", sw.err)
+	}
+	if err != nil {
+		f.Close()
+		l.fs.Remove(tmp) // best effort; Open removes leftovers
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
@@ -460,30 +502,38 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 	if err := f.Close(); err != nil {
 		return l.fail("snapshot", err)
 	}
-	name := snapshotName(height)
-	if err := l.fs.Rename(tmp, l.path(name)); err != nil {
+	if err := l.fs.Rename(tmp, l.path(snapshotName(height))); err != nil {
 		return l.fail("snapshot", err)
 	}
 	if err := vfs.SyncDir(l.fs, l.dir); err != nil {
 		return l.fail("snapshot", err)
 	}
-	l.mu.Lock()
-	l.snaps = append(l.snaps, snapshotFile{height: height, name: name})
-	l.durable = max(l.durable, height)
-	l.mu.Unlock()
-	return l.cleanup()
+	return nil
 }
 
 // cleanup removes snapshots beyond the retention (and damaged ones older
 // than the newest good one) and the segments no kept snapshot needs.
 func (l *Log) cleanup() error {
 	l.mu.Lock()
-	keep := l.snaps[max(0, len(l.snaps)-l.opts.RetainSnapshots):]
+	newest := l.snaps[len(l.snaps)-1].height
+	from := max(0, len(l.snaps)-l.opts.RetainSnapshots)
+	if k := l.opts.KeepRecords; k > 0 {
+		// Keep the newest snapshot at least k below newest (Open starts
+		// from it when the log ends at newest) and every newer one (each
+		// becomes it as the log grows); all of them if none is that old.
+		a := 0
+		for i, s := range l.snaps {
+			if newest >= k && s.height <= newest-k {
+				a = i
+			}
+		}
+		from = min(from, a)
+	}
+	keep := l.snaps[from:]
 	var remove []string
-	for _, s := range l.snaps[:len(l.snaps)-len(keep)] {
+	for _, s := range l.snaps[:from] {
 		remove = append(remove, s.name)
 	}
-	newest := l.snaps[len(l.snaps)-1].height
 	var bad []snapshotFile
 	for _, s := range l.bad {
 		if s.height < newest {
@@ -578,8 +628,8 @@ func (l *Log) syncer(d time.Duration) {
 // Replay calls fn with every record after the recovered snapshot, in
 // order of height (SnapshotHeight+1 .. Recovery().LastHeight), with the
 // block's body as appended. body is valid only during the call. Call it
-// after Open and before Append; it re-reads the segments and re-checks
-// every record.
+// after Open and before Append or Truncate; it re-reads the segments and
+// re-checks every record.
 func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 	next := l.rec.FirstHeight
 	var dec []byte

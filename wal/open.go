@@ -155,6 +155,16 @@ type scanned struct {
 	tailNext uint64 // the height the next record of the last segment must have
 }
 
+// found is the snapshot recovery starts from and what the scan of the
+// segments after it found.
+type found struct {
+	base *snapshotFile  // nil: from the log's first record
+	bad  []snapshotFile // damaged snapshots newer than base, skipped (the log covers them)
+	errs []error        // their *CorruptErrors
+	sc   scanned
+	last uint64
+}
+
 func (l *Log) recover() error {
 	fsys, dir, opts := l.fs, l.dir, l.opts
 	if err := ensureDir(fsys, dir); err != nil {
@@ -164,7 +174,6 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
-	rec := Recovery{}
 	if len(ls.temps) > 0 {
 		for _, name := range ls.temps {
 			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !vfs.IsNotExist(err) {
@@ -175,125 +184,202 @@ func (l *Log) recover() error {
 		if err := vfs.SyncDir(fsys, dir); err != nil {
 			return err
 		}
-		rec.RemovedTemp = ls.temps
+		l.rec.RemovedTemp = ls.temps
 	}
-
-	// The newest valid snapshot.
-	var base *snapshotFile
-	var bad []snapshotFile
-	var badErrs []error
-	for i := len(ls.snaps) - 1; i >= 0; i-- {
-		s := ls.snaps[i]
-		h, err := verifySnapshot(fsys, dir, s.name)
-		if err == nil && h != s.height {
-			err = &CorruptError{Segment: s.name, Offset: 0, Reason: fmt.Sprintf("snapshot header says height %d", h)}
-		}
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				return err
-			}
-			bad = append(bad, s)
-			badErrs = append(badErrs, err)
-			continue
-		}
-		base = &ls.snaps[i]
-		break
-	}
-	var snapHeight uint64
-	if base != nil {
-		snapHeight = base.height
-		rec.SnapshotHeight, rec.Snapshot = base.height, base.name
-	}
-
-	// The first segment recovery needs: the last one starting at or before
-	// the first height after the snapshot, or the first one (which must
-	// then start the log) if there is no snapshot.
-	start := -1
-	if base != nil {
-		for i, s := range ls.segs {
-			if s.first <= snapHeight+1 {
-				start = i
-			}
-		}
-		if start < 0 && len(ls.segs) > 0 {
-			return &CorruptError{Segment: ls.segs[0].name, Offset: 0,
-				Reason: fmt.Sprintf("gap: snapshot at height %d, first segment starts at %d", snapHeight, ls.segs[0].first)}
-		}
-	} else if len(ls.segs) > 0 {
-		start = 0
-	}
-	noState := func() error {
-		if len(badErrs) > 0 {
-			return fmt.Errorf("%w (and the log does not cover it from an older snapshot or from its start)", badErrs[0])
-		}
-		return nil
-	}
-
-	var sc scanned
-	if start >= 0 {
-		sc, err = l.scan(ls.segs[start:], snapHeight, base == nil)
-		if err != nil {
-			if len(badErrs) > 0 && errors.Is(err, ErrCorrupt) {
-				return fmt.Errorf("%w; falling back from it: %w", badErrs[0], err)
-			}
+	var f *found
+	if opts.KeepRecords > 0 {
+		if f, err = l.keepingBase(&ls); err != nil {
 			return err
 		}
-		if sc.cut != nil {
-			rec.Cut = sc.cut
-			opts.Logf("wal: torn tail: %s", sc.cut)
-			if sc.cut.Removed {
-				i := slices.IndexFunc(ls.segs, func(s segment) bool { return s.name == sc.cut.Segment })
-				ls.segs = slices.Delete(ls.segs, i, i+1)
-			}
-		}
-	} else if err := noState(); err != nil {
-		return err
 	}
-	last := max(sc.last, snapHeight)
-	if len(bad) > 0 {
-		// Falling back is right only if the log reaches every damaged
-		// snapshot newer than the one used: else a state that was durable
-		// would be lost.
-		if newest := bad[0].height; last < newest {
-			return fmt.Errorf("%w (and the log, from %s, reaches only height %d)", badErrs[0], describeBase(base), last)
+	if f == nil {
+		if f, err = l.newestBase(&ls); err != nil {
+			return err
 		}
-		for _, e := range badErrs {
-			opts.Logf("wal: skipped damaged snapshot (the log covers it): %v", e)
-		}
-		rec.SkippedSnapshots = badErrs
 	}
-	if base == nil && start < 0 && len(bad) > 0 {
-		return noState()
+	for _, e := range f.errs {
+		opts.Logf("wal: skipped damaged snapshot (the log covers it): %v", e)
 	}
-	rec.LastHeight = last
-	rec.FirstHeight = sc.first
-	rec.Records = sc.records
+	rec := &l.rec
+	if f.base != nil {
+		rec.SnapshotHeight, rec.Snapshot = f.base.height, f.base.name
+	}
+	rec.SkippedSnapshots = f.errs
+	rec.LastHeight = f.last
+	rec.FirstHeight = f.sc.first
+	rec.Records = f.sc.records
 
 	l.segs = ls.segs
-	if base != nil {
-		l.snaps = slices.DeleteFunc(slices.Clone(ls.snaps), func(s snapshotFile) bool {
-			return s.height > base.height || slices.Contains(bad, s)
-		})
-	}
-	l.bad = bad
-	l.last, l.durable, l.written = last, last, last
-	l.plan = sc.plan
-	l.rec = rec
-	if sc.tailName != "" {
-		f, err := fsys.OpenAppend(filepath.Join(dir, sc.tailName))
+	// Every snapshot but the damaged ones found: with KeepRecords, newer
+	// ones than the base too (the next snapshot must be above them).
+	l.snaps = slices.DeleteFunc(slices.Clone(ls.snaps), func(s snapshotFile) bool { return slices.Contains(f.bad, s) })
+	l.bad = f.bad
+	l.last, l.durable, l.written = f.last, f.last, f.last
+	l.plan = f.sc.plan
+	if f.sc.tailName != "" {
+		file, err := fsys.OpenAppend(filepath.Join(dir, f.sc.tailName))
 		if err != nil {
 			return err
 		}
-		l.cur = f
-		l.curSize = sc.tailSize
-		l.curNext = sc.tailNext
-		if sc.cut != nil && !sc.cut.Removed {
-			if err := f.Sync(); err != nil { // make the truncation durable
+		l.cur = file
+		l.curSize = f.sc.tailSize
+		l.curNext = f.sc.tailNext
+		if rec.Cut != nil && !rec.Cut.Removed {
+			if err := file.Sync(); err != nil { // make the truncation durable
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// newestBase is recovery's usual choice: the newest valid snapshot, or an
+// older one if the log covers the damaged newer ones, or none (the log from
+// its start).
+func (l *Log) newestBase(ls *listing) (*found, error) {
+	f := &found{}
+	for i := len(ls.snaps) - 1; i >= 0; i-- {
+		if err := checkSnapshot(l.fs, l.dir, ls.snaps[i]); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return nil, err
+			}
+			f.bad = append(f.bad, ls.snaps[i])
+			f.errs = append(f.errs, err)
+			continue
+		}
+		f.base = &ls.snaps[i]
+		break
+	}
+	var snapHeight uint64
+	start := -1
+	if f.base != nil {
+		snapHeight = f.base.height
+		start = startFor(ls.segs, snapHeight)
+		if start < 0 && len(ls.segs) > 0 {
+			return nil, &CorruptError{Segment: ls.segs[0].name, Offset: 0,
+				Reason: fmt.Sprintf("gap: snapshot at height %d, first segment starts at %d", snapHeight, ls.segs[0].first)}
+		}
+	} else if len(ls.segs) > 0 {
+		start = 0 // which must start the log
+	}
+	if start >= 0 {
+		sc, err := l.scanSegs(ls, start, snapHeight, f.base == nil)
+		if err != nil {
+			if len(f.errs) > 0 && errors.Is(err, ErrCorrupt) {
+				return nil, fmt.Errorf("%w; falling back from it: %w", f.errs[0], err)
+			}
+			return nil, err
+		}
+		f.sc = sc
+	}
+	f.last = max(f.sc.last, snapHeight)
+	if len(f.bad) > 0 {
+		// Falling back is right only if the log reaches every damaged
+		// snapshot newer than the one used: else a state that was durable
+		// would be lost.
+		if start < 0 {
+			return nil, fmt.Errorf("%w (and the log does not cover it from an older snapshot or from its start)", f.errs[0])
+		}
+		if newest := f.bad[0].height; f.last < newest {
+			return nil, fmt.Errorf("%w (and the log, from %s, reaches only height %d)", f.errs[0], describeBase(f.base), f.last)
+		}
+	}
+	return f, nil
+}
+
+// keepingBase is recovery's choice under Options.KeepRecords: the newest
+// valid snapshot at least KeepRecords below the last height, provided every
+// record after it is there and valid, so that Replay yields at least
+// KeepRecords records. nil if there is none: recovery then takes
+// newestBase's.
+func (l *Log) keepingBase(ls *listing) (*found, error) {
+	n := len(ls.snaps)
+	if n == 0 {
+		return nil, nil // recovery replays the log from its start anyway
+	}
+	// The last height, from the records after the newest snapshot: not
+	// verified yet, and it need not be, if the records reach past it.
+	top := ls.snaps[n-1].height
+	start := startFor(ls.segs, top)
+	if start < 0 {
+		return nil, nil
+	}
+	sc, err := l.scanSegs(ls, start, top, false)
+	if err != nil || sc.last < top {
+		return nil, notCorrupt(err) // newestBase reports any damage
+	}
+	f := &found{last: sc.last}
+	for i := n - 1; i >= 0; i-- {
+		s := ls.snaps[i]
+		if k := l.opts.KeepRecords; k > f.last || s.height > f.last-k {
+			continue
+		}
+		if err := checkSnapshot(l.fs, l.dir, s); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return nil, err
+			}
+			f.bad = append(f.bad, s)
+			f.errs = append(f.errs, err)
+			continue
+		}
+		if s.height != top {
+			start := startFor(ls.segs, s.height)
+			if start < 0 {
+				return nil, nil
+			}
+			if sc, err = l.scanSegs(ls, start, s.height, false); err != nil || sc.last != f.last {
+				return nil, notCorrupt(err) // an older snapshot needs these records too
+			}
+		}
+		f.base, f.sc = &ls.snaps[i], sc
+		return f, nil
+	}
+	return nil, nil
+}
+
+// notCorrupt is err unless it is a *CorruptError.
+func notCorrupt(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return nil
+	}
+	return err
+}
+
+// startFor returns the index of the first segment recovery from a snapshot
+// at snapHeight needs: the last one starting at or before the height after
+// it; -1 if none does.
+func startFor(segs []segment, snapHeight uint64) int {
+	start := -1
+	for i, s := range segs {
+		if s.first <= snapHeight+1 {
+			start = i
+		}
+	}
+	return start
+}
+
+// checkSnapshot verifies a snapshot file whole: a *CorruptError if it is
+// damaged (or says another height than its name), or the filesystem's.
+func checkSnapshot(fsys vfs.FS, dir string, s snapshotFile) error {
+	h, err := verifySnapshot(fsys, dir, s.name)
+	if err == nil && h != s.height {
+		err = &CorruptError{Segment: s.name, Offset: 0, Reason: fmt.Sprintf("snapshot header says height %d", h)}
+	}
+	return err
+}
+
+// scanSegs scans ls.segs[start:] (see scan), recording and logging a torn
+// tail it cuts, and dropping a segment it removes from ls.
+func (l *Log) scanSegs(ls *listing, start int, snapHeight uint64, genesis bool) (scanned, error) {
+	sc, err := l.scan(ls.segs[start:], snapHeight, genesis)
+	if c := sc.cut; c != nil {
+		l.rec.Cut = c
+		l.opts.Logf("wal: torn tail: %s", c)
+		if c.Removed {
+			ls.segs = slices.DeleteFunc(ls.segs, func(s segment) bool { return s.name == c.Segment })
+		}
+	}
+	return sc, err
 }
 
 func describeBase(base *snapshotFile) string {

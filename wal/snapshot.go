@@ -17,51 +17,74 @@ type sourceError struct{ err error }
 func (e *sourceError) Error() string { return "reading the snapshot source: " + e.err.Error() }
 func (e *sourceError) Unwrap() error { return e.err }
 
-// encodeSnapshot writes the snapshot file format for the state at height,
-// read from src, to w.
-func encodeSnapshot(w io.Writer, height uint64, src io.Reader, c Compression, zenc *zstd.Encoder) error {
-	return encodeSnapshotChunks(w, height, src, c, zenc, snapChunkSize)
+// snapWriter writes the snapshot file format for the state at a height to
+// w: the header when it is made, the payload in chunks as it is written,
+// the end frame at Close. The first error of w sticks: every later call
+// returns it, and err tells it apart from a failure of whoever writes the
+// payload.
+type snapWriter struct {
+	w      io.Writer
+	c      Compression
+	zenc   *zstd.Encoder
+	chunk  []byte // payload not yet framed; its capacity is the chunk size
+	frame  []byte
+	hasher *xxh3.Hasher
+	total  uint64
+	err    error
 }
 
-// encodeSnapshotChunks is encodeSnapshot with a chunk size (tests use small
-// ones).
-func encodeSnapshotChunks(w io.Writer, height uint64, src io.Reader, c Compression, zenc *zstd.Encoder, chunkSize int) error {
+func newSnapWriter(w io.Writer, height uint64, c Compression, zenc *zstd.Encoder, chunkSize int) *snapWriter {
+	s := &snapWriter{w: w, c: c, zenc: zenc, chunk: make([]byte, 0, chunkSize), hasher: xxh3.New()}
 	hdr := make([]byte, 0, snapHeaderSize)
 	hdr = append(hdr, snapMagic...)
 	hdr = binary.LittleEndian.AppendUint64(hdr, height)
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.kind()))
 	hdr = binary.LittleEndian.AppendUint64(hdr, xxh3.Hash(hdr))
-	if _, err := w.Write(hdr); err != nil {
-		return err
+	s.write(hdr)
+	return s
+}
+
+func (s *snapWriter) write(b []byte) {
+	if s.err == nil {
+		_, s.err = s.w.Write(b)
 	}
-	in := make([]byte, chunkSize)
-	var frame []byte
-	hasher := xxh3.New()
-	var total uint64
-	for {
-		n, rerr := io.ReadFull(src, in)
-		if n > 0 {
-			chunk := in[:n]
-			hasher.Write(chunk)
-			total += uint64(n)
-			frame = appendChunk(frame[:0], chunk, c, zenc)
-			if _, err := w.Write(frame); err != nil {
-				return err
-			}
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return &sourceError{rerr}
+}
+
+// Write adds p to the payload.
+func (s *snapWriter) Write(p []byte) (int, error) {
+	n := 0
+	for s.err == nil && n < len(p) {
+		k := copy(s.chunk[len(s.chunk):cap(s.chunk)], p[n:])
+		s.chunk = s.chunk[:len(s.chunk)+k]
+		n += k
+		if len(s.chunk) == cap(s.chunk) {
+			s.flush()
 		}
 	}
+	return n, s.err
+}
+
+// flush writes the buffered payload as a chunk.
+func (s *snapWriter) flush() {
+	if len(s.chunk) == 0 {
+		return
+	}
+	s.hasher.Write(s.chunk)
+	s.total += uint64(len(s.chunk))
+	s.frame = appendChunk(s.frame[:0], s.chunk, s.c, s.zenc)
+	s.write(s.frame)
+	s.chunk = s.chunk[:0]
+}
+
+// Close writes the last chunk and the end frame (it does not close w).
+func (s *snapWriter) Close() error {
+	s.flush()
 	end := make([]byte, snapEndSize)
-	binary.LittleEndian.PutUint64(end[16:24], total)
-	binary.LittleEndian.PutUint64(end[24:32], hasher.Sum64())
+	binary.LittleEndian.PutUint64(end[16:24], s.total)
+	binary.LittleEndian.PutUint64(end[24:32], s.hasher.Sum64())
 	binary.LittleEndian.PutUint64(end[0:8], xxh3.Hash(end[8:]))
-	_, err := w.Write(end)
-	return err
+	s.write(end)
+	return s.err
 }
 
 // appendChunk appends the frame of one snapshot chunk; a chunk that does not

@@ -1,0 +1,241 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/timerlane/timerlane/internal/vfs"
+)
+
+// Truncate makes height the log's last height, rolling back the blocks
+// above it (a reorg): it removes every record and every snapshot above
+// height. height == LastHeight() does nothing; height 0 empties the log
+// (which then takes any first height, as a new one).
+//
+// If no snapshot at or below height with the records after it up to
+// height, nor the log's records from its start, would be left to recover
+// the state at height from, Truncate first writes a snapshot at height,
+// whose payload (the state after block height, as given to WriteSnapshot)
+// snapshot writes to w; if snapshot is nil it returns an error matching
+// ErrNeedSnapshot instead and changes nothing. With Options.KeepRecords at
+// least the depth of the rollback, the log's own history covers it once
+// there is a snapshot KeepRecords or more blocks below the newest one.
+//
+// snapshot runs on the calling goroutine and must not call the Log's
+// writing methods.
+//
+// When Truncate returns nil the truncation is durable: LastHeight,
+// DurableHeight and SnapshotHeight reflect it and Append takes height+1.
+// Truncate first syncs the blocks appended; a crash or a failure after
+// that leaves files from which Open recovers some block between height
+// and the old last height, never anything else (see the package
+// documentation, Rollback); the caller compares what it recovers with
+// height and truncates again. An error of snapshot's own fails only the
+// call; a filesystem error (a *FailedError) fails the log, like Append's.
+// An error reading the segments before anything changed leaves the log as
+// it was.
+func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.check(); err != nil {
+		return err
+	}
+	if height > l.last {
+		return fmt.Errorf("%w: truncate to height %d, last height %d", ErrHeight, height, l.last)
+	}
+	if height == l.last {
+		return nil
+	}
+	// Every block up to the old last one durable first: from here on a
+	// crash must recover a block at or above height.
+	if err := l.syncActive(); err != nil {
+		return err
+	}
+	// The active segment is cut or replaced below: no background sync of
+	// it meanwhile (syncActive takes syncMu too).
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+
+	// What to do, found by reading only.
+	n := 0 // l.segs[:n] start at or below height and stay
+	for n < len(l.segs) && l.segs[n].first <= height {
+		n++
+	}
+	keep, above := l.segs[:n], l.segs[n:]
+	cut, next := int64(-1), uint64(0)
+	if len(keep) > 0 {
+		var err error
+		if cut, next, err = l.findCut(keep[n-1], height); err != nil {
+			return err
+		}
+	}
+	need, err := l.needSnapshot(height, keep, next == height+1)
+	if err != nil {
+		return err
+	}
+	if need && snapshot == nil {
+		return fmt.Errorf("%w: no snapshot at or below height %d with the records after it, nor the log's start, is left to recover it from", ErrNeedSnapshot, height)
+	}
+
+	if need {
+		if err := l.writeSnapshotFile(height, snapshot); err != nil {
+			return err
+		}
+	}
+	var goodAbove, badAbove, segsAbove []string // newest first
+	for _, s := range slices.Backward(l.snaps) {
+		if s.height > height {
+			goodAbove = append(goodAbove, s.name)
+		}
+	}
+	for _, s := range slices.Backward(l.bad) {
+		if s.height > height {
+			badAbove = append(badAbove, s.name)
+		}
+	}
+	for _, s := range slices.Backward(above) {
+		segsAbove = append(segsAbove, s.name)
+	}
+	// Damaged snapshots are never needed: they go first. Then, if the
+	// records from height+1 on are there, the snapshots above height, so
+	// that every crash point recovers from a snapshot at or below height
+	// and replays the records after it up to a block at or above height
+	// (which the caller can roll back again); then the segments, newest
+	// first, so that those left always run on without a gap. If they are
+	// not there (all segments start above height+1), a snapshot at or
+	// below height cannot join them: the segments go first, and the
+	// snapshots above height recover a block above height until they go.
+	order := badAbove
+	if len(l.segs) > 0 && l.segs[0].first <= height+1 {
+		order = append(append(order, goodAbove...), segsAbove...)
+	} else {
+		order = append(append(order, segsAbove...), goodAbove...)
+	}
+	for _, name := range order {
+		if err := l.fs.Remove(l.path(name)); err != nil && !vfs.IsNotExist(err) {
+			return l.fail("truncate", err)
+		}
+		// Each removal durable before the next: a directory's changes may
+		// reach the disk in any order.
+		if err := vfs.SyncDir(l.fs, l.dir); err != nil {
+			return l.fail("truncate", err)
+		}
+	}
+	active := l.cur != nil && len(above) == 0 // the active segment stays
+	if cut >= 0 {
+		f := l.cur
+		if !active {
+			if f, err = l.fs.OpenAppend(l.path(keep[n-1].name)); err != nil {
+				return l.fail("truncate", err)
+			}
+		}
+		err := f.Truncate(cut)
+		if err == nil {
+			err = f.Sync()
+		}
+		if !active {
+			f.Close()
+		}
+		if err != nil {
+			return l.fail("truncate", err)
+		}
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if active {
+		if cut >= 0 {
+			l.curSize = cut
+		}
+		l.curNext = next
+	} else if l.cur != nil {
+		// Its file is gone: the next Append starts segment height+1 (no
+		// segment of that name is left).
+		l.cur.Close()
+		l.cur = nil
+	}
+	l.curDirty = false
+	l.segs = keep
+	l.snaps = slices.DeleteFunc(l.snaps, func(s snapshotFile) bool { return s.height > height })
+	l.bad = slices.DeleteFunc(l.bad, func(s snapshotFile) bool { return s.height > height || need && s.height == height })
+	if need {
+		l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
+	}
+	l.last, l.written, l.durable = height, height, height
+	return nil
+}
+
+// findCut walks the record frames of segment seg, reading only their
+// headers, and returns the offset of its record at height+1 (-1 if it has
+// none) and the height its next record must have once cut there.
+func (l *Log) findCut(seg segment, height uint64) (cut int64, next uint64, err error) {
+	f, err := l.fs.Open(l.path(seg.name))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, 0, err
+	}
+	maxLen := l.opts.maxRecordLength()
+	var hdr [recHeaderSize]byte
+	off, next := int64(segHeaderSize), seg.first
+	for off < size {
+		if next == height+1 {
+			return off, next, nil
+		}
+		corrupt := &CorruptError{Segment: seg.name, Offset: off}
+		m, err := f.ReadAt(hdr[:], off)
+		if m < len(hdr) && err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, err
+		}
+		length := binary.LittleEndian.Uint32(hdr[0:4])
+		h := binary.LittleEndian.Uint64(hdr[13:21])
+		switch {
+		case m < len(hdr):
+			corrupt.Reason = "record header cut short (changed since Open)"
+		case h != next:
+			corrupt.Reason = fmt.Sprintf("height %d, expected %d (changed since Open)", h, next)
+		case length < recMinLength || length > maxLen || off+12+int64(length) > size:
+			corrupt.Reason = fmt.Sprintf("record length %d out of range (changed since Open)", length)
+		}
+		if corrupt.Reason != "" {
+			return 0, 0, corrupt
+		}
+		off += 12 + int64(length)
+		next++
+	}
+	return -1, next, nil
+}
+
+// needSnapshot reports whether, once everything above height is gone,
+// nothing would be left to recover the state at height from: no snapshot
+// at height, nor one below it whose later records keep holds (toHeight
+// says keep's records reach height), nor keep's records from the log's
+// start.
+func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, error) {
+	if height == 0 {
+		return false, nil
+	}
+	for _, s := range l.snaps {
+		if s.height == height || (s.height < height && toHeight && keep[0].first <= s.height+1) {
+			return false, nil
+		}
+	}
+	if !toHeight {
+		return true, nil
+	}
+	hdr, err := readRange(l.fs, l.path(keep[0].name), 0, segHeaderSize)
+	if err != nil {
+		return false, err
+	}
+	_, flags, ferr := decodeSegmentHeader(hdr)
+	if ferr != nil {
+		return false, &CorruptError{Segment: keep[0].name, Offset: 0, Reason: ferr.reason}
+	}
+	return flags&flagGenesis == 0, nil
+}
