@@ -31,6 +31,7 @@ func newLaneBlock(tb testing.TB) *laneBlock {
 	// A short fairness window, so that the warm-up below reaches the steady
 	// state, where the window's log has stopped growing.
 	cfg.Lane.FairnessWindowBlocks = laneWindow
+	cfg.RollbackDepth = benchRollbackDepth
 	e, err := engine.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -39,6 +39,12 @@ type Config struct {
 	// that logs to a directory: its records carry the root).
 	StateRoot bool
 
+	// RollbackDepth is how many of the last blocks Rollback can take back
+	// (DefaultRollbackDepth; 0 turns rollback off). The engine keeps their
+	// undo entries and the records of the timers they removed: memory
+	// proportional to the timers those blocks changed.
+	RollbackDepth uint64
+
 	// Durability (used by Open only): when the write-ahead log fsyncs
 	// (default every block) and how many records lie between full
 	// snapshots (0: DefaultSnapshotEvery).
@@ -131,6 +137,7 @@ func DefaultConfig() Config {
 		CancelCycles:      500,
 		InitialBasefee:    Amount{Lo: 1_000},
 		Lane:              DefaultLaneParams(),
+		RollbackDepth:     DefaultRollbackDepth,
 	}
 }
 

@@ -68,6 +68,11 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	if opts.Sync == (wal.SyncPolicy{}) {
 		opts.Sync = cfg.Sync
 	}
+	// Recovery replays at least the blocks a rollback may undo, so that
+	// the rollback history survives a restart: twice R, because a rollback
+	// of up to R blocks followed by a restart must still find R records
+	// before the new last one.
+	opts.KeepRecords = max(opts.KeepRecords, 2*cfg.RollbackDepth)
 	log, err := wal.Open(fsys, dir, opts)
 	if err != nil {
 		return nil, err
@@ -104,10 +109,12 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.replayed = log.Recovery().SnapshotHeight
 	err = log.Replay(func(n uint64, body []byte) error {
 		if err := e.applyRecord(body); err != nil {
 			return fmt.Errorf("record %d: %w", n, err)
 		}
+		e.replayed = n
 		return nil
 	})
 	if err != nil {
@@ -230,6 +237,7 @@ func (e *Engine) applyRecord(body []byte) error {
 	if !ok || sched == nil {
 		return bad("truncated scheduler state")
 	}
+	e.beginHist(e.height+1, height)
 	e.q.Advance(height)
 	nUps, ok := u32()
 	if !ok {
@@ -269,16 +277,27 @@ func (e *Engine) applyRecord(body []byte) error {
 			return bad("upsert %s: %v", u.id, err)
 		}
 		if i, ok := e.ids.get(&u.id); ok {
+			// A pending timer changes only by an extend: its expiry.
 			r := e.recs.At(i)
-			if r.seq != t.seq || r.height != t.height {
-				return bad("upsert %s changes its height or seq", u.id)
+			old := Fees{}
+			if f := e.feeOf(r); f != nil {
+				old = *f
 			}
-			if t.fees.Set != 0 {
-				if r.fee == 0 {
-					r.fee = e.allocFee()
-				}
-				e.lane.fees.At(r.fee).Fees = t.fees
+			want := old
+			want.Set |= HasExpiresAt
+			want.ExpiresAt = t.fees.ExpiresAt
+			if r.seq != t.seq || r.height != t.height || t.fees != want && t.fees != old {
+				return bad("upsert %s changes more than its expiry", u.id)
 			}
+			if t.fees == old {
+				continue // touched, not changed
+			}
+			h := undo{rec: i, kind: undoExtend, newFee: r.fee == 0, oldSet: old.Set, oldExpiry: old.ExpiresAt}
+			if r.fee == 0 {
+				r.fee = e.allocFee()
+			}
+			e.lane.fees.At(r.fee).Fees = t.fees
+			e.histOp(h)
 			e.touch(&u.id)
 			continue
 		}
@@ -290,6 +309,8 @@ func (e *Engine) applyRecord(body []byte) error {
 		if err := e.restoreTimer(u.id, &t); err != nil {
 			return bad("%v", err)
 		}
+		i, _ := e.ids.get(&u.id)
+		e.histOp(undo{rec: i, kind: undoSchedule})
 	}
 	// What is left due at this height waited (the lane's deferred list).
 	due := e.q.Take()
@@ -331,6 +352,7 @@ func (e *Engine) applyRecord(body []byte) error {
 			return bad("block %d: the root after the record is %x, the record says %x", height, got, root)
 		}
 	}
+	e.trimHist()
 	return nil
 }
 

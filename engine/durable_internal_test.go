@@ -107,7 +107,8 @@ func TestDurableCrash(t *testing.T) {
 // before the failure or the failed one, with its root.
 func TestDurableFaults(t *testing.T) {
 	cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
-	run := func(fsys vfs.FS, p *program, roots map[uint64][32]byte) (last uint64, err error) {
+	roots := map[uint64][32]byte{} // of the clean run
+	run := func(fsys vfs.FS, p *program, record bool) (last uint64, err error) {
 		d, err := openFS(fsys, "db", cfg, quietLog)
 		if err != nil {
 			return 0, err
@@ -121,12 +122,18 @@ func TestDurableFaults(t *testing.T) {
 			p.txs(t, d, h)
 			_, err := d.EndBlock(rootExec{r: p.r, live: &p.live})
 			require.NoError(t, err)
-			if roots != nil {
+			if record {
 				roots[h] = d.Root()
 			}
 			if err := d.Commit(); err != nil {
 				require.ErrorIs(t, err, ErrLogFailed)
 				require.ErrorIs(t, d.BeginBlock(h+1), ErrLogFailed, "refuses blocks after a failure")
+				// Its memory is at the last durable block.
+				durable := d.Height()
+				require.True(t, durable == last || durable == h, "at %d after failing block %d, last acknowledged %d", durable, h, last)
+				if durable > 0 {
+					require.Equal(t, roots[durable], d.Root(), "block %d", durable)
+				}
 				return last, err
 			}
 			last = h
@@ -134,9 +141,8 @@ func TestDurableFaults(t *testing.T) {
 		return last, nil
 	}
 	// A clean run counts the operations and records every block's root.
-	roots := map[uint64][32]byte{}
 	counter := errorfs.OnIndex(-1, errorfs.Writes, errorfs.Fault{})
-	_, err := run(errorfs.Wrap(vfs.NewMem(), counter), &program{r: rand.New(rand.NewPCG(4, 4)), policy: PolicyLane}, roots)
+	_, err := run(errorfs.Wrap(vfs.NewMem(), counter), &program{r: rand.New(rand.NewPCG(4, 4)), policy: PolicyLane}, true)
 	require.NoError(t, err)
 	total := counter.Count()
 	require.Greater(t, total, 40)
@@ -147,7 +153,7 @@ func TestDurableFaults(t *testing.T) {
 			if fault == errorfs.ENOSPC {
 				inj = inj.Sticky()
 			}
-			last, err := run(errorfs.Wrap(mem, inj), &program{r: rand.New(rand.NewPCG(4, 4)), policy: PolicyLane}, nil)
+			last, err := run(errorfs.Wrap(mem, inj), &program{r: rand.New(rand.NewPCG(4, 4)), policy: PolicyLane}, false)
 			if err == nil {
 				continue // the fault hit an operation whose failure nothing needs
 			}

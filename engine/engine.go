@@ -66,6 +66,8 @@ type Engine struct {
 	obs      Observer
 	lane     laneState
 	root     *stateRoot // nil unless Config.StateRoot
+	hist     *history   // nil when Config.RollbackDepth is 0
+	replayed uint64     // during recovery: the log records applied
 	dur      *durable   // nil unless opened on a directory (Open)
 
 	keccak  hash.Hash
@@ -105,7 +107,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.StateRoot {
 		e.root = newStateRoot()
 	}
-	e.lane.onExpired = e.fairExpired
+	if cfg.RollbackDepth > 0 {
+		e.hist = &history{depth: cfg.RollbackDepth}
+	}
+	e.lane.onExpired = e.windowExpired
 	e.lane.onPruned = func(a uint32) { e.actors.unref(a) }
 	e.lane.byID = func(a, b uint32) int { return bytes.Compare(e.recs.At(a).id[:], e.recs.At(b).id[:]) }
 	e.lane.tie = func(a, b uint32) bool {
@@ -151,6 +156,7 @@ func (e *Engine) BeginBlock(h uint64) error {
 	if e.started && (e.height == math.MaxUint64 || h != e.height+1) || !e.started && h == 0 {
 		return fmt.Errorf("%w: block %d after %d", ErrBadHeight, h, e.height)
 	}
+	e.beginHist(h, h)
 	e.q.Advance(h)
 	e.height, e.started, e.phase = h, true, phaseTxs
 	if e.cfg.Policy == PolicyLane {
@@ -224,7 +230,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
-		e.release(i)
+		e.retire(i)
 	}
 	clear(order) // no stale record index survives in the buffer
 	e.due = order[:0]
@@ -294,9 +300,11 @@ func (e *Engine) Commit() error {
 		return err
 	}
 	e.phase = phaseIdle
+	e.trimHist()
 	if e.dur != nil {
 		if err := e.logBlock(); err != nil {
 			e.dur.failed = err
+			e.undoUndurable()
 			return fmt.Errorf("%w: %v", ErrLogFailed, err)
 		}
 	}
@@ -325,6 +333,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	}
 	if to > e.height {
 		from := e.height + 1
+		e.beginHist(from, to)
 		e.q.Advance(to)
 		e.height, e.started = to, true
 		if e.cfg.Policy == PolicyLane {
@@ -336,6 +345,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 				e.expireWindow(to)
 			}
 		}
+		e.trimHist()
 	}
 	return e.height, nil
 }
@@ -406,7 +416,7 @@ func (e *Engine) drop(i uint32) {
 	e.actors.recs[r.actor].pending--
 	e.pending--
 	e.touch(&r.id)
-	e.release(i)
+	e.retire(i)
 }
 
 // release frees a timer that is no longer in the queue or the index.

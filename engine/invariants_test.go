@@ -340,7 +340,9 @@ func TestInvCancelDueInBlock(t *testing.T) {
 // TestInvRevertRestoresState: a reverted tx or handler leaves pending
 // timers, counts and FIFO positions exactly as they were.
 func TestInvRevertRestoresState(t *testing.T) {
-	e := invEngine(t, func(c *engine.Config) { c.MaxTimersPerActor = 3 })
+	// Without rollback, the fired timers' records (and their actor) are
+	// freed at once.
+	e := invEngine(t, func(c *engine.Config) { c.MaxTimersPerActor, c.RollbackDepth = 3, 0 })
 	a := enginemodel.Actors[0]
 	invMust(t, e.BeginBlock(1))
 	tx, _ := e.Begin(a, 1)
@@ -387,26 +389,28 @@ func TestInvRevertRestoresState(t *testing.T) {
 }
 
 // TestInvSteadyStateMemory: scheduling and firing the same load over and over
-// does not grow the engine's memory.
+// does not grow the engine's memory, once the rollback history is full.
 func TestInvSteadyStateMemory(t *testing.T) {
-	e := invEngine(t, func(c *engine.Config) { c.RingSize, c.EpochLength, c.EpochCount = 16, 4, 2 })
-	var first engine.Stats
-	for h := uint64(1); h <= 400; h++ {
-		invBlock(t, e, h, invNoop, func(tx engine.Tx) {
-			for k := range 50 {
-				invSchedule(t, tx, h+1+uint64(k%40), fmt.Sprintf("payload %d of %d", k, h))
+	for _, depth := range []uint64{0, 64} {
+		e := invEngine(t, func(c *engine.Config) { c.RingSize, c.EpochLength, c.EpochCount, c.RollbackDepth = 16, 4, 2, depth })
+		var first engine.Stats
+		for h := uint64(1); h <= 500; h++ {
+			invBlock(t, e, h, invNoop, func(tx engine.Tx) {
+				for k := range 50 {
+					invSchedule(t, tx, h+1+uint64(k%40), fmt.Sprintf("payload %d of %d", k, h))
+				}
+			})
+			if h == 200 {
+				first = e.Stats()
 			}
-		})
-		if h == 100 {
-			first = e.Stats()
 		}
-	}
-	last := e.Stats()
-	if last.ArenaBytes != first.ArenaBytes || last.IndexBytes != first.IndexBytes || last.DataBytes != first.DataBytes {
-		t.Fatalf("memory grew in steady state: %+v -> %+v", first, last)
-	}
-	if last.Pending != 875 || last.Actors != 1 { // sum over the last 40 blocks of (40-j) + max(0, 10-j)
-		t.Fatalf("stats %+v", last)
+		last := e.Stats()
+		if last.ArenaBytes != first.ArenaBytes || last.IndexBytes != first.IndexBytes || last.DataBytes != first.DataBytes {
+			t.Fatalf("depth %d: memory grew in steady state: %+v -> %+v", depth, first, last)
+		}
+		if last.Pending != 875 || last.Actors != 1 { // sum over the last 40 blocks of (40-j) + max(0, 10-j)
+			t.Fatalf("depth %d: stats %+v", depth, last)
+		}
 	}
 }
 

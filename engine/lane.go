@@ -563,7 +563,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			// here: the timer, already taken, is collected as CIP-1 §3
 			// step 8 says.
 			e.reportCollected(&r.id, InsufficientFunds)
-			e.release(c.rec)
+			e.retire(c.rec)
 			res.GC++
 			continue
 		}
@@ -585,7 +585,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
-		e.release(c.rec)
+		e.retire(c.rec)
 		res.Fired++
 	}
 

@@ -37,6 +37,9 @@ func TestEngineMatchesModel(t *testing.T) {
 		c := configs[s%len(configs)]
 		cfg := engine.DefaultConfig()
 		cfg.MaxTimersPerActor, cfg.MaxHandlerBytes, cfg.MaxPayloadBytes = c.cap, c.handler, c.payload
+		if s%3 == 0 {
+			cfg.RollbackDepth = 0 // records are freed at once: the actor table is exact
+		}
 		p := enginemodel.GenProgram(rand.New(rand.NewPCG(uint64(s), 1)), uint64(s), cfg, 150)
 		want := enginemodel.RunModel(cfg, p)
 		for _, line := range want {

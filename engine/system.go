@@ -45,7 +45,10 @@ func (e *Engine) SystemExtend(sender Address, id TimerID, expiresAt uint64) erro
 	if !ok {
 		return ErrUnknownTimer
 	}
-	_, err := e.extend(i, expiresAt)
+	u, err := e.extend(i, expiresAt)
+	if err == nil {
+		e.histOp(u)
+	}
 	return err
 }
 

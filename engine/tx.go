@@ -293,8 +293,13 @@ func (e *Engine) commitTx() {
 	for _, u := range e.undo {
 		if u.kind == undoCancel {
 			e.unqueue(u.rec)
-			e.release(u.rec)
+			if e.hist == nil {
+				e.release(u.rec)
+			}
 		}
+	}
+	if e.hist != nil {
+		e.hist.ops.push(e.undo...)
 	}
 	e.closeTx()
 }

@@ -116,6 +116,7 @@ func fuzzEngine(t *testing.T, data []byte) {
 	cfg.MaxTimersPerActor = []uint32{1, 2, 3, 1024}[data[0]%4]
 	cfg.MaxHandlerBytes = []uint32{6, 12, 256}[data[1]%3]
 	cfg.MaxPayloadBytes = []uint32{48, 64, 1 << 20}[data[1]/3%3]
+	cfg.RollbackDepth = []uint64{0, 3, engine.DefaultRollbackDepth}[data[0]/4%3]
 	la := enginemodel.Layouts[int(data[2])%len(enginemodel.Layouts)]
 	lb := enginemodel.Layouts[int(data[3])%len(enginemodel.Layouts)]
 	if la == lb {

@@ -288,10 +288,12 @@ func (l *Log) newestBase(ls *listing) (*found, error) {
 }
 
 // keepingBase is recovery's choice under Options.KeepRecords: the newest
-// valid snapshot at least KeepRecords below the last height, provided every
-// record after it is there and valid, so that Replay yields at least
-// KeepRecords records. nil if there is none: recovery then takes
-// newestBase's.
+// valid snapshot at least KeepRecords below the last height, provided it
+// and every record after it are present. When none is that far below (a
+// young log, or one a Truncate just cut back), the base that gives the
+// most records: the log from its start if it still has it, else the
+// oldest usable snapshot. nil means recovering as usual (newestBase), for
+// which any damage is reported there.
 func (l *Log) keepingBase(ls *listing) (*found, error) {
 	n := len(ls.snaps)
 	if n == 0 {
@@ -308,31 +310,57 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 	if err != nil || sc.last < top {
 		return nil, notCorrupt(err) // newestBase reports any damage
 	}
-	f := &found{last: sc.last}
-	for i := n - 1; i >= 0; i-- {
-		s := ls.snaps[i]
-		if k := l.opts.KeepRecords; k > f.last || s.height > f.last-k {
-			continue
+	last, k := sc.last, l.opts.KeepRecords
+	// try returns the base at snapshot i (or the log's start, for i = -1),
+	// nil if it is damaged or the records after it do not reach last.
+	var bad []snapshotFile
+	var errs []error
+	try := func(i int) (*found, error) {
+		f := &found{last: last, bad: bad, errs: errs}
+		if i < 0 {
+			if len(ls.segs) == 0 || ls.segs[0].first != 1 {
+				return nil, nil
+			}
+			sc, err := l.scanSegs(ls, 0, 0, true)
+			if err != nil || sc.last != last {
+				return nil, notCorrupt(err)
+			}
+			f.sc = sc
+			return f, nil
 		}
+		s := ls.snaps[i]
 		if err := checkSnapshot(l.fs, l.dir, s); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				return nil, err
 			}
-			f.bad = append(f.bad, s)
-			f.errs = append(f.errs, err)
-			continue
+			bad, errs = append(bad, s), append(errs, err)
+			return nil, nil
 		}
+		f.sc = sc
 		if s.height != top {
 			start := startFor(ls.segs, s.height)
 			if start < 0 {
 				return nil, nil
 			}
-			if sc, err = l.scanSegs(ls, start, s.height, false); err != nil || sc.last != f.last {
-				return nil, notCorrupt(err) // an older snapshot needs these records too
+			if f.sc, err = l.scanSegs(ls, start, s.height, false); err != nil || f.sc.last != last {
+				return nil, notCorrupt(err)
 			}
 		}
-		f.base, f.sc = &ls.snaps[i], sc
+		f.base = &ls.snaps[i]
 		return f, nil
+	}
+	for i := n - 1; i >= 0; i-- {
+		if k > last || ls.snaps[i].height > last-k {
+			continue
+		}
+		if f, err := try(i); f != nil || err != nil {
+			return f, err
+		}
+	}
+	for i := -1; i < n; i++ {
+		if f, err := try(i); f != nil || err != nil {
+			return f, err
+		}
 	}
 	return nil, nil
 }

@@ -641,7 +641,7 @@ func TestKeepRecords(t *testing.T) {
 				for s := uint64(10); s <= tc.last; s += 10 {
 					tc.wantSnaps = append(tc.wantSnaps, s)
 				}
-				tc.wantBase = 200 // no snapshot is K old: the newest, as without the option
+				tc.wantBase = 10 // no snapshot is K old: the oldest, for the most history
 			}
 			if !slices.Equal(snaps, tc.wantSnaps) {
 				t.Fatalf("snapshots %v, want %v", snaps, tc.wantSnaps)
@@ -673,9 +673,8 @@ func TestKeepRecords(t *testing.T) {
 }
 
 // TestKeepRecordsFallback: Open under KeepRecords takes an older snapshot
-// if the one K blocks back is damaged, and the newest valid snapshot (as
-// without the option) if the records after the older ones are not all
-// there and valid.
+// if the one K blocks back is damaged, and the oldest snapshot whose
+// records are all there and valid if those after the one K back are not.
 func TestKeepRecordsFallback(t *testing.T) {
 	opts := Options{KeepRecords: 25}
 	// A segment that only recovery from 180 (K back) reads, not recovery
@@ -689,10 +688,14 @@ func TestKeepRecordsFallback(t *testing.T) {
 		t.Fatalf("no segment between 181 and 200: %+v", segLayout(t, m, "/wal"))
 		return segInfo{}
 	}
+	// afterDamage is the oldest snapshot (of 170..200, every 10) that the
+	// damaged segment s does not precede.
+	afterDamage := func(s segInfo) uint64 { return max(170, (s.last+9)/10*10) }
+	var damaged segInfo
 	for _, tc := range []struct {
 		name     string
 		damage   func(t *testing.T, m *vfs.MemFS)
-		wantBase uint64
+		wantBase uint64 // 0: afterDamage(damaged)
 		skipped  int
 	}{
 		{"intact", func(*testing.T, *vfs.MemFS) {}, 180, 0},
@@ -703,17 +706,22 @@ func TestKeepRecordsFallback(t *testing.T) {
 			flipBit(t, m, "/wal/"+snapshotName(200), snapHeaderSize+3, 0)
 		}, 180, 0},
 		{"a record after it damaged", func(t *testing.T, m *vfs.MemFS) {
-			flipBit(t, m, "/wal/"+between(t, m).name, segHeaderSize+recHeaderSize-3, 4) // its first record's height
-		}, 200, 0},
+			damaged = between(t, m)
+			flipBit(t, m, "/wal/"+damaged.name, segHeaderSize+recHeaderSize-3, 4) // its first record's height
+		}, 0, 0},
 		{"a segment after it missing", func(t *testing.T, m *vfs.MemFS) {
-			if err := m.Remove("/wal/" + between(t, m).name); err != nil {
+			damaged = between(t, m)
+			if err := m.Remove("/wal/" + damaged.name); err != nil {
 				t.Fatal(err)
 			}
-		}, 200, 0},
+		}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := keepLog(t, opts, 205)
 			tc.damage(t, m)
+			if tc.wantBase == 0 {
+				tc.wantBase = afterDamage(damaged)
+			}
 			l, got := openCheck(t, m, "/wal", opts)
 			defer l.Close()
 			rec := l.Recovery()

@@ -372,6 +372,8 @@ func TestDifferential(t *testing.T) {
 					}
 				case 7:
 					c.expire() // again at the same height
+				case 10, 11, 12:
+					c.rollback(1 + rng.IntN(2*int(blocks)+2))
 				case 8, 9:
 					r := New(c.w.Blocks())
 					c.w.Walk(r.Add)
@@ -402,6 +404,7 @@ func FuzzWindow(f *testing.F) {
 	f.Add([]byte{7, 2, 0, 0, 1, 1, 1, 2, 1, 5, 0, 0, 0, 1, 4, 5, 0, 0, 5, 1, 0, 5, 0, 0})
 	f.Add([]byte{4, 200, 255, 0, 3, 1, 8, 0, 0, 5, 0, 0, 1, 3, 3, 8, 1, 0, 5, 2, 0, 9, 0, 0, 0, 3, 3})
 	f.Add([]byte{0, 1, 1, 0, 2, 2, 0, 3, 3, 0, 4, 4, 7, 3, 0, 5, 0, 0, 0, 1, 1, 5, 0, 0, 0, 4, 1, 5, 3, 0, 5, 0, 0})
+	f.Add([]byte{5, 0, 0, 0, 1, 1, 5, 1, 0, 0, 2, 2, 5, 0, 0, 0, 1, 3, 9, 200, 1, 0, 3, 1, 5, 0, 0, 9, 255, 5})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := newChecker(t, 1+uint64(len(data)%5), 16)
 		for ; len(data) >= 3; data = data[3:] {
@@ -422,10 +425,13 @@ func FuzzWindow(f *testing.F) {
 					c.restore()
 				}
 			case 9:
-				if x == 0 {
+				switch {
+				case x == 0:
 					c.reset()
-				} else {
+				case x < 128:
 					c.expire()
+				default:
+					c.rollback(1 + int(y%6))
 				}
 			}
 		}

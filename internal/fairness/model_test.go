@@ -125,6 +125,17 @@ type checker struct {
 
 	pruned []uint32
 	walk   []fire
+
+	journal []undoBlock // how to take back each block since the last checkpoint op
+}
+
+// undoBlock is what a rollback of one block needs: the state before it
+// (for the model) and what its Expires dropped (for the window).
+type undoBlock struct {
+	prev    uint64 // the height before the block
+	blocks  uint64 // F before the block
+	before  *model
+	expired []fire
 }
 
 func newChecker(t testing.TB, blocks uint64, actors int) *checker {
@@ -140,13 +151,22 @@ func (c *checker) add(actor uint32, n uint64) {
 
 // endBlock moves to the next block after gap empty ones and expires.
 func (c *checker) endBlock(gap uint64) {
+	c.journal = append(c.journal, undoBlock{prev: c.height, blocks: c.m.blocks, before: c.m.clone()})
 	c.height += 1 + gap
 	c.expire()
 }
 
 func (c *checker) expire() {
 	c.pruned = c.pruned[:0]
-	c.w.Expire(c.height, func(a uint32) { c.pruned = append(c.pruned, a) })
+	var j *undoBlock
+	if len(c.journal) > 0 {
+		j = &c.journal[len(c.journal)-1]
+	}
+	c.w.ExpireEach(c.height, func(h uint64, a uint32, n uint64) {
+		if j != nil {
+			j.expired = append(j.expired, fire{h, a, n})
+		}
+	}, func(a uint32) { c.pruned = append(c.pruned, a) })
 	want := c.m.expire(c.height)
 	if !slices.Equal(c.pruned, want) {
 		c.t.Fatalf("Expire(%d) F=%d: pruned %v, want %v", c.height, c.m.blocks, c.pruned, want)
@@ -160,7 +180,26 @@ func (c *checker) setBlocks(f uint64) {
 	c.check("SetBlocks(%d)", f)
 }
 
+// rollback takes back the last k blocks with DropAfter and Unexpire.
+func (c *checker) rollback(k int) {
+	for ; k > 0 && len(c.journal) > 0; k-- {
+		j := c.journal[len(c.journal)-1]
+		c.journal = c.journal[:len(c.journal)-1]
+		c.w.DropAfter(j.prev, nil, nil)
+		for i := len(j.expired) - 1; i >= 0; i-- {
+			f := j.expired[i]
+			c.w.Unexpire(f.height, f.actor, f.n)
+		}
+		c.w.SetBlocks(j.blocks)
+		c.m, c.height = j.before, j.prev
+		c.check("rollback to %d", j.prev)
+	}
+	// Adds at the height rolled back to are over: the next block follows.
+	c.endBlock(0)
+}
+
 func (c *checker) reset() {
+	c.journal = c.journal[:0]
 	c.w.Reset()
 	c.m = &model{blocks: c.m.blocks}
 	c.check("Reset")
@@ -182,6 +221,7 @@ func (c *checker) restore() {
 	if c.snapW == nil {
 		return
 	}
+	c.journal = c.journal[:0]
 	c.snaps++
 	if c.snaps%2 == 0 {
 		c.w.CopyFrom(c.snapW)

@@ -180,6 +180,81 @@ func (w *Window) Add(height uint64, id uint32, n uint64) {
 	}
 }
 
+// DropAfter takes back every fire recorded at a height above height, as
+// if those Adds had not happened (a rollback of the blocks above height):
+// entry (which may be nil) hears each dropped log entry, newest first, and
+// pruned (which may be nil) each actor whose recent count drops to 0.
+// After it, Add takes heights above height only. Neither callback may
+// modify the window.
+func (w *Window) DropAfter(height uint64, entry func(height uint64, actor uint32, n uint64), pruned func(actor uint32)) {
+	for w.heights.len() != 0 && w.heights.at(w.heights.tail-1).height > height {
+		w.heights.tail--
+		b := w.heights.at(w.heights.tail)
+		for w.log.tail != b.start {
+			w.log.tail--
+			e := w.log.at(w.log.tail)
+			id, a := e.actor, &w.actors[e.actor]
+			if entry != nil {
+				entry(b.height, id, e.n())
+			}
+			a.recent -= e.n()
+			if a.recent != 0 {
+				// Its newest entry is now an older one. last only needs to
+				// stay below the start of every later height (Add never
+				// comes back to a height at or below this one), and 0
+				// does: a later height starts at the tail, which is above
+				// 0 while the actor has an entry.
+				a.last = 0
+				w.changed(id)
+				continue
+			}
+			w.remove(id)
+			if pruned != nil {
+				pruned(id)
+			}
+		}
+	}
+	if w.lastAdd > height {
+		w.lastAdd = height + 1
+	}
+	w.heights.shrink()
+	w.log.shrink()
+}
+
+// Unexpire puts back, as the oldest entry of the window, n fires of actor
+// at height, which Expire dropped: a rollback calls it with the entries an
+// Expire reported, newest first, after DropAfter. height must be at or
+// below the oldest height in the window.
+func (w *Window) Unexpire(height uint64, id uint32, n uint64) {
+	if n == 0 {
+		return
+	}
+	if w.heights.len() != 0 && w.heights.at(w.heights.head).height < height {
+		panic(fmt.Sprintf("fairness: Unexpire at height %d above the oldest height %d", height, w.heights.at(w.heights.head).height))
+	}
+	if uint64(id) >= uint64(len(w.actors)) {
+		w.growActors(id)
+	}
+	a := &w.actors[id]
+	if n > MaxRecent-a.recent {
+		panic(fmt.Sprintf("fairness: actor %d: %d recent fires plus %d exceed MaxRecent", id, a.recent, n))
+	}
+	s := w.log.pushFront(newEntry(id, n))
+	if w.heights.len() != 0 && w.heights.at(w.heights.head).height == height {
+		w.heights.at(w.heights.head).start = s
+	} else {
+		w.heights.pushFront(block{height: height, start: s})
+	}
+	old := a.recent
+	a.recent += n
+	if old == 0 {
+		a.last = s
+		w.insert(id)
+		return
+	}
+	w.changed(id)
+}
+
 // Recent returns the actor's number of fires in the window.
 func (w *Window) Recent(id uint32) uint64 {
 	if uint64(id) >= uint64(len(w.actors)) {
@@ -293,6 +368,17 @@ func (r *ring[T]) push(v T) uint64 {
 	r.buf[s&uint64(len(r.buf)-1)] = v
 	r.tail++
 	return s
+}
+
+// pushFront puts v before the head and returns its sequence number, head-1
+// (a rollback only puts back what was there, so head never wraps).
+func (r *ring[T]) pushFront(v T) uint64 {
+	if r.tail-r.head == uint64(len(r.buf)) {
+		r.resize(max(minRing, 2*len(r.buf)))
+	}
+	r.head--
+	r.buf[r.head&uint64(len(r.buf)-1)] = v
+	return r.head
 }
 
 // shrink gives back memory when the ring is less than 1/8 full, leaving it

@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// Rollback (reorgs). The engine keeps, for each of the last
+// Config.RollbackDepth blocks, how to take it back:
+//
+//   - the scheduler encoding before it (height, sequence, lane figures and
+//     parameters);
+//   - its timer operations in order, as undo entries: a timer added, a
+//     timer removed (fired, cancelled or collected) or a timer extended.
+//     A removed timer's record is not freed until its block leaves the
+//     history, so taking the removal back relinks the record as it was;
+//   - the fairness entries its window expiry dropped (the entries it added
+//     are the window's entries above the height before it).
+//
+// Rollback undoes the blocks newest first, then rebuilds the calendar
+// queue from the pending timers in insertion order: the tiers cannot run
+// backwards, and rebuilding places every timer where a node that never saw
+// the rolled-back blocks would have it. The cost is the undone operations
+// plus one pass over the pending timers.
+
+// DefaultRollbackDepth is the rollback depth of DefaultConfig (R).
+const DefaultRollbackDepth = 256
+
+// ErrRollbackTooDeep is a rollback to a block older than the engine keeps:
+// beyond Config.RollbackDepth, before the engine was opened or restored,
+// or with rollback off.
+var ErrRollbackTooDeep = errors.New("timerlane: rollback beyond the blocks the engine keeps")
+
+// histBlock is one committed block of the history, or a run of empty
+// blocks SkipEmpty ran, or a log record applied at recovery. Its entries
+// in the history's buffers start at the given positions and end where the
+// next block's start (or at the buffers' ends).
+type histBlock struct {
+	from, to uint64 // the heights it covers
+	first    bool   // nothing was committed before it
+	records  uint64 // log records before it
+	sched    uint64 // its scheduler encoding in history.sched
+	ops      uint64 // its undo entries in history.ops
+	expired  uint64 // its expired fairness entries in history.expired
+}
+
+type history struct {
+	depth   uint64
+	blocks  fifoBuf[histBlock]
+	ops     fifoBuf[undo]
+	expired fifoBuf[byte] // appendFairEntry encodings
+	sched   fifoBuf[byte]
+}
+
+// fifoBuf is a buffer that grows at its end and is trimmed at its front,
+// reusing its memory; items are addressed by absolute position.
+type fifoBuf[T any] struct {
+	buf  []T
+	base uint64 // absolute position of buf[0]
+	head int    // buf[:head] is trimmed
+}
+
+func (f *fifoBuf[T]) len() int             { return len(f.buf) - f.head }
+func (f *fifoBuf[T]) end() uint64          { return f.base + uint64(len(f.buf)) }
+func (f *fifoBuf[T]) at(k int) *T          { return &f.buf[f.head+k] }
+func (f *fifoBuf[T]) span(a, b uint64) []T { return f.buf[a-f.base : b-f.base] }
+func (f *fifoBuf[T]) push(v ...T)          { f.buf = append(f.buf, v...) }
+
+// cut drops the items from absolute position a on.
+func (f *fifoBuf[T]) cut(a uint64) { f.buf = f.buf[:a-f.base] }
+
+// trim drops the items before absolute position a, moving the rest down
+// once more than half the buffer is trimmed, so memory is reused.
+func (f *fifoBuf[T]) trim(a uint64) {
+	f.head = int(a - f.base)
+	if f.head > len(f.buf)/2 {
+		n := copy(f.buf, f.buf[f.head:])
+		f.buf = f.buf[:n]
+		f.base += uint64(f.head)
+		f.head = 0
+	}
+}
+
+// ends returns where block k's entries end in each buffer.
+func (h *history) ends(k int) (ops, expired, sched uint64) {
+	if k+1 < h.blocks.len() {
+		n := h.blocks.at(k + 1)
+		return n.ops, n.expired, n.sched
+	}
+	return h.ops.end(), h.expired.end(), h.sched.end()
+}
+
+// beginHist opens the history entry of the block (or run of empty blocks,
+// or log record) from..to, before it changes anything.
+func (e *Engine) beginHist(from, to uint64) {
+	h := e.hist
+	if h == nil {
+		return
+	}
+	b := histBlock{from: from, to: to, first: !e.started, ops: h.ops.end(), expired: h.expired.end(), sched: h.sched.end()}
+	if b.first {
+		b.from = to // no block before the first: there is nothing to skip back to
+	}
+	if e.dur != nil {
+		b.records = e.dur.rec
+	} else {
+		b.records = e.replayed
+	}
+	h.sched.buf = e.appendScheduler(h.sched.buf)
+	h.blocks.push(b)
+}
+
+// histOp records a timer operation of the open block.
+func (e *Engine) histOp(u undo) {
+	if e.hist != nil {
+		e.hist.ops.push(u)
+	}
+}
+
+// retire ends a pending timer that is out of the queue and the index: its
+// record is freed now, or kept for a rollback until its block leaves the
+// history.
+func (e *Engine) retire(i uint32) {
+	if e.hist == nil {
+		e.release(i)
+		return
+	}
+	e.hist.ops.push(undo{rec: i, kind: undoCancel})
+}
+
+// windowExpired hears each fairness entry an expiry drops.
+func (e *Engine) windowExpired(height uint64, actor uint32, n uint64) {
+	e.fairExpired(height, actor, n)
+	if h := e.hist; h != nil && h.blocks.len() > 0 {
+		h.expired.buf = appendFairEntry(h.expired.buf, height, &e.actors.recs[actor].addr, n)
+	}
+}
+
+// trimHist drops the blocks the history no longer needs: those at or below
+// height - depth. Their removed timers' records are freed.
+func (e *Engine) trimHist() {
+	h := e.hist
+	if h == nil {
+		return
+	}
+	for h.blocks.len() > 0 {
+		b := h.blocks.at(0)
+		if b.to+h.depth > e.height {
+			break
+		}
+		ops, expired, sched := h.ends(0)
+		for _, u := range h.ops.span(b.ops, ops) {
+			if u.kind == undoCancel {
+				e.release(u.rec)
+			}
+		}
+		h.ops.trim(ops)
+		h.expired.trim(expired)
+		h.sched.trim(sched)
+		h.blocks.trim(h.blocks.base + uint64(h.blocks.head) + 1)
+	}
+}
+
+// Rollback returns the engine, between blocks, to its state after the
+// committed block to: its timers, its scheduler state and its root are
+// exactly what they were then. Any of the last Config.RollbackDepth blocks
+// can be the target (ErrRollbackTooDeep for older ones; an engine opened
+// on a directory reaches back over the records it recovered). An engine
+// with a log truncates it to the same block, so that reopening recovers
+// the rolled-back state; a failure there leaves the engine refusing
+// blocks, as after a failed Commit. The Ledger is the embedder's: a node
+// rolls its accounts back with the rest of its chain state.
+func (e *Engine) Rollback(to uint64) error {
+	if err := e.logFailed(); err != nil {
+		return err
+	}
+	switch e.phase {
+	case phaseTxs:
+		return ErrBlockOpen
+	case phaseEnded:
+		return ErrBlockEnded
+	}
+	if !e.started || to > e.height {
+		return fmt.Errorf("%w: rollback to block %d at block %d", ErrBadHeight, to, e.height)
+	}
+	if to == e.height {
+		return nil
+	}
+	h := e.hist
+	if h == nil {
+		return fmt.Errorf("%w: rollback is off (Config.RollbackDepth 0)", ErrRollbackTooDeep)
+	}
+	if h.blocks.len() == 0 {
+		return fmt.Errorf("%w: rollback to block %d: no block since block %d was restored", ErrRollbackTooDeep, to, e.height)
+	}
+	k := h.blocks.len() // the oldest block to undo
+	for k > 0 && h.blocks.at(k-1).to > to {
+		k--
+	}
+	if k == 0 {
+		switch b := h.blocks.at(0); {
+		case b.first && to < b.from:
+			return fmt.Errorf("%w: rollback to block %d: the first block was %d", ErrBadHeight, to, b.from)
+		case to+1 < b.from:
+			return fmt.Errorf("%w: rollback to block %d at block %d: the oldest block kept is %d", ErrRollbackTooDeep, to, e.height, b.from)
+		}
+	}
+	records := h.blocks.at(k).records
+	if err := e.undoFrom(k); err != nil {
+		return err
+	}
+	if e.dur != nil {
+		d := e.dur
+		d.journal, d.fair, d.nfair = d.journal[:0], d.fair[:0], 0
+		err := d.log.Truncate(records, func(w io.Writer) error { return e.WriteSnapshot(w) })
+		if err != nil {
+			d.failed = err
+			return fmt.Errorf("%w: %v", ErrLogFailed, err)
+		}
+		d.rec = records
+	}
+	// A target inside a run of empty blocks: run them again up to it.
+	if e.height < to {
+		if _, err := e.SkipEmpty(to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undoFrom takes back history blocks k and later, then rebuilds the queue.
+func (e *Engine) undoFrom(k int) error {
+	for e.hist.blocks.len() > k {
+		if err := e.undoBlock(e.hist.blocks.len() - 1); err != nil {
+			return err
+		}
+	}
+	e.requeue()
+	return nil
+}
+
+// undoUndurable, after the log failed to take a block, takes the engine's
+// memory back to the last durable block, if the history reaches it: the
+// blocks whose records are not on stable storage are undone.
+func (e *Engine) undoUndurable() {
+	h := e.hist
+	if h == nil || h.blocks.len() == 0 {
+		return
+	}
+	durable := e.dur.log.DurableHeight()
+	k := h.blocks.len()
+	for k > 0 && h.blocks.at(k-1).records >= durable {
+		k--
+	}
+	if k == 0 && h.blocks.at(0).records > durable {
+		return // further back than the history holds
+	}
+	if err := e.undoFrom(k); err != nil {
+		panic(err) // the history's own encodings: a bug, not the disk's
+	}
+}
+
+// undoBlock takes back history block k, the newest.
+func (e *Engine) undoBlock(k int) error {
+	h := e.hist
+	b := *h.blocks.at(k)
+	opsEnd, expEnd, schedEnd := h.ends(k)
+	ops := h.ops.span(b.ops, opsEnd)
+	for j := len(ops) - 1; j >= 0; j-- {
+		u := ops[j]
+		r := e.recs.At(u.rec)
+		switch u.kind {
+		case undoCancel:
+			e.ids.put(&r.id, u.rec)
+			e.actors.recs[r.actor].pending++
+			e.pending++
+		case undoExtend:
+			e.unextend(u)
+		case undoSchedule:
+			e.ids.del(&r.id)
+			e.actors.recs[r.actor].pending--
+			e.pending--
+		}
+		e.touch(&r.id)
+		if u.kind == undoSchedule {
+			e.release(u.rec)
+		}
+	}
+	h.ops.cut(b.ops)
+
+	// The block's fires leave the window; what its expiry dropped returns.
+	e.lane.window.DropAfter(b.from-1, e.fairExpired, e.lane.onPruned)
+	exp := h.expired.span(b.expired, expEnd)
+	for off := len(exp) - fairEntryLen; off >= 0; off -= fairEntryLen {
+		height, addr, n := readFairEntry(exp[off:])
+		i, _ := e.actors.lookup(&addr)
+		if i == 0 || e.lane.window.Recent(i) == 0 {
+			i = e.actors.ref(i, &addr)
+		}
+		e.lane.window.Unexpire(height, i, n)
+		e.fairAdded(height, i, n)
+	}
+	h.expired.cut(b.expired)
+
+	if err := e.restoreScheduler(h.sched.span(b.sched, schedEnd)); err != nil {
+		return fmt.Errorf("rollback of block %d: scheduler state: %v", b.to, err)
+	}
+	h.sched.cut(b.sched)
+	h.blocks.cut(h.blocks.base + uint64(h.blocks.head+k))
+	return nil
+}
+
+// requeue rebuilds the calendar queue and the lane's deferred list at the
+// current height from the pending timers, in insertion order.
+func (e *Engine) requeue() {
+	pending := make([]uint32, 0, e.pending)
+	for _, s := range e.ids.slots {
+		if s != 0 {
+			pending = append(pending, uint32(s))
+		}
+	}
+	slices.SortFunc(pending, func(a, b uint32) int { return cmp.Compare(e.recs.At(a).seq, e.recs.At(b).seq) })
+	q, err := calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
+	if err != nil {
+		panic(err) // the layout was validated by New
+	}
+	q.Advance(e.height)
+	e.q = q
+	e.lane.deferred, e.lane.reasons = e.lane.deferred[:0], e.lane.reasons[:0]
+	for _, i := range pending {
+		r := e.recs.At(i)
+		r.lpos = 0
+		if r.height <= e.height {
+			e.addDeferred(i)
+		} else {
+			r.pos = q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: uint64(i)})
+		}
+	}
+}

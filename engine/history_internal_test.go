@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/vfs"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// chainStep is one step of a chain a test drives: a block, or a SkipEmpty
+// to a height, with what the random program held before it, so that the
+// step can be run again exactly.
+type chainStep struct {
+	block  bool
+	height uint64 // the block, or the height SkipEmpty reached
+	src    rand.PCG
+	live   []TimerID
+	ledger *MemLedger
+	root   [32]byte // after the step
+}
+
+// chain drives a random program on an engine and remembers its canonical
+// steps: a rollback drops the steps above its target.
+type chain struct {
+	t     *testing.T
+	e     *Engine
+	src   *rand.PCG
+	p     *program
+	steps []chainStep
+}
+
+func newChain(t *testing.T, e *Engine, policy Policy, seed uint64) *chain {
+	src := rand.NewPCG(seed, 77)
+	return &chain{t: t, e: e, src: src, p: &program{r: rand.New(src), policy: policy, sys: Address{0x5e}}}
+}
+
+// step runs the next step: mostly a block, sometimes a few empty blocks.
+func (c *chain) step() {
+	s := chainStep{src: *c.src, live: append([]TimerID(nil), c.p.live...), ledger: c.e.Ledger().(*MemLedger).Clone()}
+	h := c.e.Height() + 1
+	if c.p.r.IntN(8) == 0 {
+		to, err := c.e.SkipEmpty(h + c.p.r.Uint64N(6))
+		require.NoError(c.t, err)
+		s.height = to
+	} else {
+		c.p.block(c.t, c.e, h)
+		s.block, s.height = true, h
+	}
+	s.root = c.e.Root()
+	require.Equal(c.t, c.e.scratchRoot(), s.root, "height %d", s.height)
+	c.steps = append(c.steps, s)
+}
+
+// resume sets the program's state to what it was before step s.
+func (c *chain) resume(s chainStep) {
+	*c.src = s.src
+	c.p.live = append(c.p.live[:0], s.live...)
+	c.e.SetLedger(s.ledger.Clone())
+}
+
+func rollbackConfig(policy Policy, layout [3]uint64, depth uint64) Config {
+	cfg := snapConfig(policy, layout)
+	cfg.RollbackDepth = depth
+	cfg.SystemDeployers = []Address{{0x5e}}
+	return cfg
+}
+
+func creditAll(t testing.TB, e *Engine) {
+	for _, a := range []Address{{1}, {2}, {3}} {
+		require.NoError(t, e.Ledger().Credit(a, Amount{Lo: 1 << 30}))
+	}
+}
+
+// TestRollback drives random chains under both policies and three layouts
+// and rolls back at random points, to random depths (inside runs of empty
+// blocks too). After each rollback the engine has exactly the root and
+// leaves it had after the target block; the chain then goes on, either
+// running the same blocks again (which must give the same roots) or a
+// fork. At the end, an engine that ran only the final chain, from
+// scratch, has the same state at every step.
+func TestRollback(t *testing.T) {
+	const depth = 12
+	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+		for _, layout := range [][3]uint64{{2, 1, 1}, {16, 8, 3}, {4096, 1024, 64}} {
+			e, err := New(rollbackConfig(policy, layout, depth))
+			require.NoError(t, err)
+			creditAll(t, e)
+			c := newChain(t, e, policy, layout[0])
+			pick := rand.New(rand.NewPCG(layout[1], 5)) // the test's choices, apart from the chain's
+			rollbacks, tooDeep, top := 0, 0, uint64(0)
+			for len(c.steps) < 160 {
+				c.step()
+				top = max(top, e.Height())
+				if pick.IntN(6) != 0 || len(c.steps) < 3 {
+					continue
+				}
+				// A target: the height after some step, or inside a run of
+				// empty blocks.
+				k := len(c.steps) - 2 - pick.IntN(min(len(c.steps)-1, depth+4))
+				target := c.steps[k].height
+				if !c.steps[k+1].block && pick.IntN(2) == 0 && c.steps[k+1].height > target+1 {
+					target++ // a height SkipEmpty ran through
+				}
+				before, leaves := e.Root(), e.Leaves()
+				err := e.Rollback(target)
+				if top-target > depth && errors.Is(err, ErrRollbackTooDeep) {
+					// Beyond the depth below the highest block reached, the
+					// engine may refuse (or still hold the blocks: it trims
+					// whole runs of empty blocks).
+					tooDeep++
+					require.Equal(t, before, e.Root())
+					require.ElementsMatch(t, leaves, e.Leaves())
+					continue
+				}
+				require.NoError(t, err, "%v %v rollback to %d at %d", policy, layout, target, c.steps[len(c.steps)-1].height)
+				rollbacks++
+				require.Equal(t, target, e.Height())
+				require.Equal(t, e.scratchRoot(), e.Root())
+				if target == c.steps[k].height {
+					require.Equal(t, c.steps[k].root, e.Root(), "%v %v rollback to %d", policy, layout, target)
+				}
+				require.NoError(t, e.q.Verify(func(v uint64) (ring.Pos, bool) { return e.recs.At(uint32(v)).pos, true }))
+				e.checkConsistent(t)
+				// Go on from the target: the program state of the step
+				// after it, which either runs the same steps again or a
+				// fork.
+				redo := append([]chainStep(nil), c.steps[k+1:]...)
+				c.steps = c.steps[:k+1]
+				next := redo[0]
+				c.resume(next)
+				if target != c.steps[k].height {
+					// Inside a skipped run: finish it as before.
+					_, err := e.SkipEmpty(next.height)
+					require.NoError(t, err)
+					require.Equal(t, next.root, e.Root())
+					c.steps = append(c.steps, next)
+					continue
+				}
+				if pick.IntN(2) == 0 {
+					for _, s := range redo {
+						c.resume(s) // a fork may have reseeded before s
+						c.step()
+						got := c.steps[len(c.steps)-1]
+						require.Equal(t, s.height, got.height)
+						require.Equal(t, s.root, got.root, "%v %v: block %d run again", policy, layout, s.height)
+					}
+				} else {
+					c.src.Seed(uint64(len(c.steps)), uint64(rollbacks)) // a fork
+				}
+			}
+			require.Greater(t, rollbacks, 10, "%v %v", policy, layout)
+			require.Positive(t, tooDeep, "%v %v: rollbacks beyond the depth were tried", policy, layout)
+			// The final chain, run from scratch.
+			ref, err := New(rollbackConfig(policy, [3]uint64{16, 8, 3}, 0))
+			require.NoError(t, err)
+			rc := newChain(t, ref, policy, 0)
+			for _, s := range c.steps {
+				rc.resume(s)
+				rc.step()
+				got := rc.steps[len(rc.steps)-1]
+				require.Equal(t, s.height, got.height)
+				require.Equal(t, s.root, got.root, "%v %v: the final chain from scratch, height %d", policy, layout, s.height)
+			}
+			require.ElementsMatch(t, ref.Leaves(), e.Leaves())
+			require.Equal(t, ref.Pending(), e.Pending())
+		}
+	}
+}
+
+// TestRollbackErrors: the cases Rollback refuses, each leaving the engine
+// as it was.
+func TestRollbackErrors(t *testing.T) {
+	cfg := rollbackConfig(PolicyLane, [3]uint64{16, 8, 3}, 4)
+	e, err := New(cfg)
+	require.NoError(t, err)
+	creditAll(t, e)
+	require.ErrorIs(t, e.Rollback(0), ErrBadHeight, "before the first block")
+	p := &program{r: rand.New(rand.NewPCG(1, 2)), policy: PolicyLane}
+	p.block(t, e, 5)
+	require.ErrorIs(t, e.Rollback(4), ErrBadHeight, "before the first block")
+	require.ErrorIs(t, e.Rollback(6), ErrBadHeight, "a future block")
+	require.NoError(t, e.Rollback(5), "the current block")
+	for h := uint64(6); h <= 15; h++ {
+		p.block(t, e, h)
+	}
+	h := e.Height()
+	root := e.Root()
+	require.ErrorIs(t, e.Rollback(h-5), ErrRollbackTooDeep)
+	require.NoError(t, e.BeginBlock(h+1))
+	require.ErrorIs(t, e.Rollback(h-1), ErrBlockOpen)
+	_, err = e.EndBlock(nopExec{})
+	require.NoError(t, err)
+	require.ErrorIs(t, e.Rollback(h-1), ErrBlockEnded)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Rollback(h))
+	require.Equal(t, root, e.Root())
+
+	off := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, 0)
+	f, err := New(off)
+	require.NoError(t, err)
+	for h := uint64(1); h <= 3; h++ {
+		require.NoError(t, f.BeginBlock(h))
+		_, err = f.EndBlock(nopExec{})
+		require.NoError(t, err)
+		require.NoError(t, f.Commit())
+	}
+	require.ErrorIs(t, f.Rollback(2), ErrRollbackTooDeep)
+}
+
+// checkConsistent checks that the id index, the queue and the deferred
+// list hold the same pending timers, and the pending counts agree.
+func (e *Engine) checkConsistent(t testing.TB) {
+	t.Helper()
+	queued := map[uint32]bool{}
+	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { queued[uint32(x.Val)] = true })
+	for _, i := range e.lane.deferred {
+		queued[i] = true
+	}
+	n := 0
+	perActor := map[uint32]uint32{}
+	for _, s := range e.ids.slots {
+		if s == 0 {
+			continue
+		}
+		n++
+		i := uint32(s)
+		require.True(t, queued[i], "indexed timer %d not queued", i)
+		got, ok := e.ids.get(&e.recs.At(i).id)
+		require.True(t, ok)
+		require.Equal(t, i, got)
+		perActor[e.recs.At(i).actor]++
+	}
+	require.Equal(t, n, len(queued), "indexed vs queued")
+	require.Equal(t, n, e.pending)
+	for a, k := range perActor {
+		require.Equal(t, k, e.actors.recs[a].pending, "actor %d", a)
+	}
+}
+
+// TestDurableRollback: rollbacks of an engine on a log, across snapshots,
+// each followed by a crash (unsynced data lost) and a reopen under another
+// layout: the reopened engine is at the target (or, for a target reached by
+// empty blocks, at the block before them, from which SkipEmpty gets there),
+// with the target's root; right after a reopen it can roll back again over
+// the records it replayed. At the end, an engine that ran only the final
+// chain from scratch agrees.
+func TestDurableRollback(t *testing.T) {
+	const depth = 10
+	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+		cfg := rollbackConfig(policy, [3]uint64{16, 8, 3}, depth)
+		cfg.SnapshotEvery = 4
+		fs := vfs.NewMem()
+		d, err := openFS(fs, "db", cfg, quietLog)
+		require.NoError(t, err)
+		creditAll(t, d)
+		c := newChain(t, d, policy, 11)
+		pick := rand.New(rand.NewPCG(12, 13))
+		layouts := [][3]uint64{{2, 1, 1}, {4096, 1024, 64}, {16, 8, 3}}
+		top := uint64(0) // the highest height reached: rollbacks reach top - depth
+		for round := range 12 {
+			for range 6 + pick.IntN(6) {
+				c.step()
+			}
+			top = max(top, d.Height())
+			k := len(c.steps) - 2 - pick.IntN(min(len(c.steps)-1, depth-1))
+			for top-c.steps[k].height > depth-1 {
+				k++
+			}
+			target := c.steps[k]
+			require.NoError(t, d.Rollback(target.height), "%v round %d", policy, round)
+			require.Equal(t, target.root, d.Root())
+
+			// A crash, and a reopen under another layout.
+			fs = fs.Crash(vfs.CrashOptions{})
+			reopen := cfg
+			reopen.RingSize, reopen.EpochLength, reopen.EpochCount = layouts[round%3][0], layouts[round%3][1], layouts[round%3][2]
+			d, err = openFS(fs, "db", reopen, quietLog)
+			require.NoError(t, err, "%v round %d", policy, round)
+			at := k
+			for at >= 0 && !c.steps[at].block {
+				at--
+			}
+			if at >= 0 {
+				require.Equal(t, c.steps[at].height, d.Height(), "%v round %d: reopened", policy, round)
+				require.Equal(t, c.steps[at].root, d.Root(), "%v round %d: reopened", policy, round)
+			}
+			if d.Height() < target.height {
+				_, err := d.SkipEmpty(target.height)
+				require.NoError(t, err)
+			}
+			require.Equal(t, target.root, d.Root(), "%v round %d", policy, round)
+
+			next := c.steps[k+1] // the program state after the target
+			c.e = d
+			c.steps = c.steps[:k+1]
+			if round%3 == 2 && k > 0 && c.steps[k-1].block && c.steps[k].block {
+				// Again, at once: the history is the records replayed.
+				require.NoError(t, d.Rollback(c.steps[k-1].height), "%v round %d: rollback after reopen", policy, round)
+				require.Equal(t, c.steps[k-1].root, d.Root())
+				next = c.steps[k]
+				c.steps = c.steps[:k]
+			}
+			// Continue with a fork.
+			c.resume(next)
+			c.src.Seed(uint64(round), 99)
+		}
+		require.NoError(t, d.Close())
+		ref, err := New(rollbackConfig(policy, [3]uint64{16, 8, 3}, 0))
+		require.NoError(t, err)
+		rc := newChain(t, ref, policy, 0)
+		for _, s := range c.steps {
+			rc.resume(s)
+			rc.step()
+			require.Equal(t, s.root, rc.steps[len(rc.steps)-1].root, "%v: the final chain from scratch, height %d", policy, s.height)
+		}
+	}
+}
