@@ -319,13 +319,19 @@ func (e *Engine) undoBlock(k int) error {
 // requeue rebuilds the calendar queue and the lane's deferred list at the
 // current height from the pending timers, in insertion order.
 func (e *Engine) requeue() {
-	pending := make([]uint32, 0, e.pending)
+	// Sorted as (seq, record) pairs: comparisons that read the records
+	// would miss the cache at every step.
+	type seqRec struct {
+		seq uint64
+		rec uint32
+	}
+	pending := make([]seqRec, 0, e.pending)
 	for _, s := range e.ids.slots {
 		if s != 0 {
-			pending = append(pending, uint32(s))
+			pending = append(pending, seqRec{e.recs.At(uint32(s)).seq, uint32(s)})
 		}
 	}
-	slices.SortFunc(pending, func(a, b uint32) int { return cmp.Compare(e.recs.At(a).seq, e.recs.At(b).seq) })
+	slices.SortFunc(pending, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
 	q, err := calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 	if err != nil {
 		panic(err) // the layout was validated by New
@@ -333,7 +339,8 @@ func (e *Engine) requeue() {
 	q.Advance(e.height)
 	e.q = q
 	e.lane.deferred, e.lane.reasons = e.lane.deferred[:0], e.lane.reasons[:0]
-	for _, i := range pending {
+	for _, p := range pending {
+		i := p.rec
 		r := e.recs.At(i)
 		r.lpos = 0
 		if r.height <= e.height {
