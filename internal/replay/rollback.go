@@ -35,9 +35,10 @@ func (rn *runner) remember(op *trace.Op) {
 // on a new engine, so pending timers, lane figures, balances, nonces,
 // handler scripts and agents are those of block to, and the root is the
 // root printed for it. Labels are kept as they are (the replayed calls
-// resolve them as they did the first time). A rollback is cheap
-// next to the blocks it replays; the engine's own Rollback, with the
-// durability work, will make it independent of the chain's length.
+// resolve them as they did the first time). The engine's own Rollback
+// (which leaves the ledger, agents and the replay's scripts to their
+// owner) is checked against the chain run again: the same root, pending
+// timers and basefee, or the replay stops with an internal error.
 func (rn *runner) rollback(to uint64) error {
 	if rn.inBlock {
 		return rn.fail("rollback inside open block %d", rn.eng.Height())
@@ -72,6 +73,7 @@ func (rn *runner) rollback(to uint64) error {
 	if keep < 0 {
 		return rn.fail("rollback to %d: block %d was never committed", to, to)
 	}
+	old := rn.eng
 	kept := make([]*trace.Op, 0, keep+1)
 	for _, s := range rn.history[:keep] {
 		kept = append(kept, s.op)
@@ -100,6 +102,13 @@ func (rn *runner) rollback(to uint64) error {
 	rn.labelLog = rn.labelLog[:rn.labelPos]
 	rn.out, rn.ev.w, rn.line, rn.replaying = out, out, line, false
 	root := rn.eng.Root()
+	if err := old.Rollback(to); err != nil {
+		return fmt.Errorf("replay: engine Rollback(%d): %w", to, err)
+	}
+	if got := old.Root(); got != root || old.Pending() != rn.eng.Pending() || old.Basefee() != rn.eng.Basefee() {
+		return fmt.Errorf("replay: engine Rollback(%d) gives root %x, %d pending, basefee %s; the chain run again %x, %d, %s",
+			to, got, old.Pending(), old.Basefee(), root, rn.eng.Pending(), rn.eng.Basefee())
+	}
 	rn.ev.begin("rollback", to).uint("to", to).int("pending", rn.eng.Pending()).hex("root", root[:]).end()
 	return nil
 }

@@ -1,0 +1,75 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/timerlane/timerlane/internal/trace"
+)
+
+// TestRollbackRandomTraces replays random traces full of rollbacks under
+// both policies. Each rollback runs the chain again and checks the
+// engine's own Rollback against it (rollback.go): any disagreement is an
+// internal error, which fails the test. Trace errors (a rollback deeper
+// than the chain, a cancel of a fired timer) are allowed.
+func TestRollbackRandomTraces(t *testing.T) {
+	rollbacks := 0
+	for seed := range uint64(40) {
+		tr := randomTrace(rand.New(rand.NewPCG(seed, 3)), seed%2 == 1)
+		var out strings.Builder
+		err := Run(strings.NewReader(tr), &out)
+		var te *trace.Error
+		if err != nil && !errors.As(err, &te) {
+			t.Fatalf("seed %d: %v\ntrace:\n%s", seed, err, tr)
+		}
+		rollbacks += strings.Count(out.String(), `"rollback"`)
+	}
+	if rollbacks < 100 {
+		t.Fatalf("only %d rollbacks ran", rollbacks)
+	}
+}
+
+func randomTrace(r *rand.Rand, lane bool) string {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	actors := []string{"0x00000000000000000000000000000000000000a1", "0x00000000000000000000000000000000000000a2"}
+	if lane {
+		line(`{"op":"config","policy":"lane","initial_lane_basefee":"10","lane_timer_cycles":600000,"fairness_window_blocks":4}`)
+		for _, a := range actors {
+			line(`{"op":"fund","account":"%s","amount":"100000000000"}`, a)
+		}
+	}
+	h, labels, nonce := uint64(0), 0, 0
+	for range 60 {
+		switch k := r.IntN(10); {
+		case k == 0 && h > 0:
+			h += 1 + r.Uint64N(5)
+			line(`{"op":"advance","to":%d}`, h)
+		case k == 1 && h > 2:
+			to := h - 1 - r.Uint64N(min(h-1, 6))
+			line(`{"op":"rollback","to":%d}`, to)
+			h = to
+		default:
+			h++
+			line(`{"op":"block","height":%d}`, h)
+			for range r.IntN(3) {
+				nonce++
+				var calls []string
+				for range 1 + r.IntN(4) {
+					if labels > 0 && r.IntN(3) == 0 {
+						calls = append(calls, fmt.Sprintf(`{"call":"cancel","timer":"t%d"}`, r.IntN(labels)))
+						continue
+					}
+					calls = append(calls, fmt.Sprintf(`{"call":"schedule","height":%d,"payload":"0x%02x","label":"t%d"}`, h+1+r.Uint64N(8), r.IntN(256), labels))
+					labels++
+				}
+				line(`{"op":"tx","actor":"%s","nonce":%d,"calls":[%s]}`, actors[r.IntN(2)], nonce, strings.Join(calls, ","))
+			}
+			line(`{"op":"end"}`)
+		}
+	}
+	return b.String()
+}
