@@ -52,6 +52,26 @@ func TestCrashLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	roots := map[uint64]string{} // printed by a child: committed and durable
 	var last uint64
+	rollbacks := 0
+	floor := uint64(0) // the lowest block a recovery may give: last, or a rollback's target while it runs
+	note := func(l string) {
+		h, root, kind := parseCrashLine(t, l)
+		if kind == "r" {
+			floor = h
+			return
+		}
+		if kind == "R" {
+			// The log is at h: the blocks above are gone.
+			require.Equal(t, roots[h], root, "rollback to %d", h)
+			for x := range roots {
+				if x > h {
+					delete(roots, x)
+				}
+			}
+			rollbacks++
+		}
+		roots[h], last, floor = root, h, h
+	}
 	for k := 0; k < kills; k++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashLoopChild$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
@@ -75,8 +95,7 @@ func TestCrashLoop(t *testing.T) {
 				if !ok {
 					break read
 				}
-				h, root := parseCrashLine(t, l)
-				roots[h], last = root, h
+				note(l)
 			case <-deadline:
 				break read
 			}
@@ -84,13 +103,12 @@ func TestCrashLoop(t *testing.T) {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		cmd.Wait()
 		for l := range lines { // printed before the kill
-			h, root := parseCrashLine(t, l)
-			roots[h], last = root, h
+			note(l)
 		}
 		e, err := engine.Open(dir, crashConfig())
 		require.NoError(t, err, "kill %d", k)
 		h := e.Height()
-		require.GreaterOrEqual(t, h, last, "kill %d: recovered block %d, but block %d had been committed", k, h, last)
+		require.GreaterOrEqual(t, h, floor, "kill %d: recovered block %d, but block %d had been committed (and no rollback below it was under way)", k, h, last)
 		root := e.Root()
 		if want, ok := roots[h]; ok {
 			require.Equal(t, want, hex.EncodeToString(root[:]), "kill %d: root of block %d", k, h)
@@ -103,17 +121,26 @@ func TestCrashLoop(t *testing.T) {
 				delete(roots, x)
 			}
 		}
-		roots[h], last = hex.EncodeToString(root[:]), h
+		roots[h], last, floor = hex.EncodeToString(root[:]), h, h
 	}
-	t.Logf("%d kills, last block %d", kills, last)
+	t.Logf("%d kills, %d rollbacks, last block %d", kills, rollbacks, last)
 }
 
-func parseCrashLine(t *testing.T, l string) (uint64, string) {
+// parseCrashLine reads a child's line: "height root" for a committed
+// block, "r height" before a rollback to height, "R height root" once it
+// has returned.
+func parseCrashLine(t *testing.T, l string) (h uint64, root, kind string) {
 	f := strings.Fields(l)
+	if len(f) > 0 && (f[0] == "r" || f[0] == "R") {
+		kind, f = f[0], f[1:]
+	}
+	if kind == "r" {
+		f = append(f, "")
+	}
 	require.Len(t, f, 2, "child printed %q", l)
 	h, err := strconv.ParseUint(f[0], 10, 64)
 	require.NoError(t, err)
-	return h, f[1]
+	return h, f[1], kind
 }
 
 // TestCrashLoopChild is the load of TestCrashLoop, run in a child process
@@ -134,8 +161,9 @@ func TestCrashLoopChild(t *testing.T) {
 		e.Ledger().Credit(a, engine.Amount{Lo: 1 << 60})
 	}
 	w := bufio.NewWriter(os.Stdout)
+	fork := uint64(os.Getpid()) // a fork after a reorg differs from the blocks it replaces
 	for h := e.Height() + 1; ; h++ {
-		r := rand.New(rand.NewPCG(h, 77)) // the block's choices follow from its height
+		r := rand.New(rand.NewPCG(h, fork))
 		if err := e.BeginBlock(h); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(3)
@@ -164,6 +192,21 @@ func TestCrashLoopChild(t *testing.T) {
 		root := e.Root()
 		fmt.Fprintf(w, "%d %x\n", h, root)
 		w.Flush()
+		// Now and then a reorg of up to 8 blocks, reported once the log is
+		// back at its target; the blocks after it are a fork.
+		if r.IntN(20) == 0 && h > 10 {
+			to := h - 1 - r.Uint64N(8)
+			fmt.Fprintf(w, "r %d\n", to) // a kill from here on may leave any block in to..h
+			w.Flush()
+			if err := e.Rollback(to); err != nil {
+				fmt.Fprintln(os.Stderr, "child: rollback:", err)
+				os.Exit(3)
+			}
+			root := e.Root()
+			fmt.Fprintf(w, "R %d %x\n", to, root)
+			w.Flush()
+			h, fork = to, fork+1
+		}
 	}
 }
 
