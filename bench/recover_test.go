@@ -16,6 +16,10 @@ func BenchmarkRecover(b *testing.B) {
 			dir := b.TempDir()
 			cfg := engine.DefaultConfig()
 			cfg.StateRoot, cfg.SnapshotEvery = root, 100
+			// Recovery replays 2 x RollbackDepth records at least: a
+			// shallow depth keeps this log's shape, a snapshot and the 20
+			// records after it.
+			cfg.RollbackDepth = benchRollbackDepth
 			e, err := engine.Open(dir, cfg)
 			if err != nil {
 				b.Fatal(err)

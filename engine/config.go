@@ -50,6 +50,10 @@ type Config struct {
 	// snapshots (0: DefaultSnapshotEvery).
 	Sync          wal.SyncPolicy
 	SnapshotEvery uint64
+	// CheckEveryRoot makes Open check the root of every record it replays;
+	// by default it checks the last one's, which proves the state it
+	// recovers (timerlane verify sets it).
+	CheckEveryRoot bool
 }
 
 // Policy names an end-of-block policy.

@@ -63,6 +63,7 @@ func TestDurableReopen(t *testing.T) {
 			}
 			require.Equal(t, ref.Height(), d.Height(), "%v round %d", policy, round)
 			require.Equal(t, ref.Root(), d.Root(), "%v round %d", policy, round)
+			require.NoError(t, d.CheckRoot(), "the tree loaded from a snapshot's image is the state's")
 			require.ElementsMatch(t, ref.Leaves(), d.Leaves())
 			if round > 0 {
 				require.NotZero(t, d.dur.log.SnapshotHeight(), "recovery started from a snapshot")

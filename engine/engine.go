@@ -68,6 +68,7 @@ type Engine struct {
 	root     *stateRoot // nil unless Config.StateRoot
 	hist     *history   // nil when Config.RollbackDepth is 0
 	replayed uint64     // during recovery: the log records applied
+	skipRoot bool       // during recovery: do not check this record's root
 	dur      *durable   // nil unless opened on a directory (Open)
 
 	keccak  hash.Hash

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash"
 
 	"golang.org/x/crypto/sha3"
@@ -72,6 +74,34 @@ func (e *Engine) Root() [32]byte {
 	}
 	e.flushRoot()
 	return e.root.tree.Root()
+}
+
+// scratchRoot computes the state root from a full walk of the state, with
+// a new tree, trusting no cached hash.
+func (e *Engine) scratchRoot() [32]byte {
+	t := merkle.New()
+	for _, l := range e.Leaves() {
+		t.Set(l.Key, keccak(l.Encoding))
+	}
+	return t.Root()
+}
+
+// ErrRootMismatch is CheckRoot's finding: the maintained root is not the
+// root of the state.
+var ErrRootMismatch = errors.New("timerlane: the state root does not match the state")
+
+// CheckRoot recomputes the state root from the whole state with a new
+// tree, trusting no cached hash (in particular those a snapshot's tree
+// image brought in at recovery), and reports ErrRootMismatch if it is not
+// Root(). It costs a Keccak-256 per leaf and per tree node: O(pending).
+func (e *Engine) CheckRoot() error {
+	if e.root == nil {
+		return nil
+	}
+	if got, want := e.scratchRoot(), e.Root(); got != want {
+		return fmt.Errorf("%w: %x from the state, %x maintained", ErrRootMismatch, got, want)
+	}
+	return nil
 }
 
 // Prove returns a proof that timer id is pending (with the value hash its

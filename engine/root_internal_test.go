@@ -6,19 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/timerlane/timerlane/merkle"
 )
 
-// scratchRoot computes the state root from a full walk of the state, with
-// a new tree: what the incremental root must equal.
-func (e *Engine) scratchRoot() [32]byte {
-	t := merkle.New()
-	for _, l := range e.Leaves() {
-		t.Set(l.Key, keccak(l.Encoding))
-	}
-	return t.Root()
-}
 
 type nopExec struct{}
 

@@ -9,26 +9,42 @@ import (
 	"io"
 	"slices"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/timerlane/timerlane/internal/bytepool"
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/merkle"
 	"github.com/timerlane/timerlane/ring"
 )
 
 // A snapshot is the whole state between blocks, in the canonical encodings
 // of docs/STATE_ROOT.md:
 //
-//	"TLSNAP" || version[1] = 1
+//	"TLSNAP" || version[1] = 2
 //	|| len(scheduler)[4] || scheduler encoding
 //	|| n_timers[8] || n × (timer_id[32] || len[4] || timer encoding), in seq order
 //	|| n_fairness[8] || n × (height[8] || actor[20] || fires[8]), oldest first
 //	|| root[32] (zero when Config.StateRoot is off)
+//	|| image[1] = 1 || the state root's tree image (merkle.WriteImage),
+//	   or image[1] = 0 when Config.StateRoot is off
 //
-// Restore rebuilds an engine from it under any tier layout: the layout is
-// not state. The storage layer (wal) frames and checksums snapshots; a
-// snapshot decodes strictly, so a damaged one is an error, never a wrong
-// state.
+// Version 1 is the same without the image. Restore rebuilds an engine from
+// it under any tier layout: the layout is not state. The storage layer
+// (wal) frames and checksums snapshots; a snapshot decodes strictly, so a
+// damaged one is an error, never a wrong state.
+//
+// The image is what makes a restart fast: rebuilding the tree of a
+// million timers costs three million Keccak-256s (value, leaf and internal
+// hashes), several seconds, while loading the image hashes nothing.
+// Recovery from the engine's own log (Open) trusts it, as it trusts the
+// rest of the checksummed file; Restore, whose reader may come from
+// anywhere, rebuilds the tree from the leaves and checks the image's root
+// against it.
 
-var snapshotMagic = []byte("TLSNAP\x01")
+var (
+	snapshotMagic   = []byte("TLSNAP\x02")
+	snapshotMagicV1 = []byte("TLSNAP\x01")
+)
 
 // ErrSnapshot is a snapshot that cannot be restored: damaged, truncated,
 // or written under another configuration.
@@ -65,8 +81,14 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	buf = append(buf, fair...)
 	root := e.Root()
 	buf = append(buf, root[:]...)
+	buf = append(buf, boolByte(e.root != nil))
 	if _, err := bw.Write(buf); err != nil {
 		return err
+	}
+	if e.root != nil {
+		if err := e.root.tree.WriteImage(bw); err != nil {
+			return err
+		}
 	}
 	return bw.Flush()
 }
@@ -141,15 +163,33 @@ func (s *snapReader) u64() uint64 {
 // Restore builds an engine with configuration cfg from a snapshot. The
 // snapshot's configuration (everything in the scheduler leaf but the lane
 // figures) must be cfg's; the tier layout may differ. With
-// cfg.StateRoot, the restored state's root must equal the snapshot's.
+// cfg.StateRoot, the state root is rebuilt from the restored state and
+// must equal the snapshot's (and its tree image's).
 func Restore(cfg Config, r io.Reader) (*Engine, error) {
+	return restore(cfg, r, false)
+}
+
+// restore is Restore; with trustImage, the state root's tree is loaded
+// from the snapshot's image instead of rebuilt (recovery from the
+// engine's own checksummed log).
+func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	e, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &snapReader{r: bufio.NewReaderSize(r, 1<<16), at: "header"}
-	if m := s.bytes(len(snapshotMagic)); s.err == nil && string(m) != string(snapshotMagic) {
-		s.fail("not a timerlane snapshot of version 1")
+	version := 2
+	switch m := s.bytes(len(snapshotMagic)); {
+	case s.err != nil:
+	case string(m) == string(snapshotMagicV1):
+		version = 1
+	case string(m) != string(snapshotMagic):
+		s.fail("not a timerlane snapshot of version 1 or 2")
+	}
+	// With an image to load, the tree is not built as the state is.
+	rebuilt := e.root
+	if trustImage && version == 2 {
+		e.root = nil
 	}
 	s.at = "scheduler"
 	n := s.u32()
@@ -227,20 +267,61 @@ func Restore(cfg Config, r io.Reader) (*Engine, error) {
 	}
 	s.at = "root"
 	root := s.bytes(32)
+	var image *merkle.Tree
+	if version == 2 {
+		s.at = "tree image"
+		switch flag := s.bytes(1); {
+		case s.err != nil:
+		case flag[0] == 1:
+			t, err := merkle.ReadImage(s.r)
+			if err != nil {
+				s.fail("%v", err)
+			}
+			image = t
+		case flag[0] != 0:
+			s.fail("flag %d", flag[0])
+		}
+	}
 	if s.err == nil {
 		if _, err := s.r.ReadByte(); err != io.EOF {
-			s.fail("bytes after the root")
+			s.fail("bytes after the end")
 		}
 	}
 	if s.err != nil {
 		return nil, s.err
 	}
-	if cfg.StateRoot && string(root) != string(make([]byte, 32)) { // zero: written without a root
-		if got := e.Root(); string(got[:]) != string(root) {
-			return nil, fmt.Errorf("%w: the restored state's root %x is not the snapshot's %x", ErrSnapshot, got, root)
+	if !cfg.StateRoot {
+		return e, nil
+	}
+	if e.root == nil { // the image's tree, if the snapshot has one
+		e.root = rebuilt
+		if image != nil {
+			e.root.tree = image
+		} else {
+			for _, l := range e.Leaves() {
+				e.root.tree.Set(l.Key, keccak(l.Encoding))
+			}
 		}
 	}
+	want := e.pending + e.lane.window.Entries() + 1 // and the scheduler
+	got := e.Root()
+	switch {
+	case e.root.tree.Len() != want:
+		return nil, fmt.Errorf("%w: the tree image has %d leaves, the state %d", ErrSnapshot, e.root.tree.Len(), want)
+	case string(root) != string(make([]byte, 32)) && string(got[:]) != string(root): // zero: written without a root
+		return nil, fmt.Errorf("%w: the restored state's root %x is not the snapshot's %x", ErrSnapshot, got, root)
+	case image != nil && e.root.tree != image && imageSum(image) != imageSum(e.root.tree):
+		return nil, fmt.Errorf("%w: the tree image is not the restored state's tree", ErrSnapshot)
+	}
 	return e, nil
+}
+
+// imageSum is a checksum of a tree's image: two trees with the same sum
+// cache the same hashes.
+func imageSum(t *merkle.Tree) uint64 {
+	h := xxh3.New()
+	t.WriteImage(h)
+	return h.Sum64()
 }
 
 // decodedTimer is a timer read from its canonical encoding.

@@ -19,7 +19,9 @@ import (
 // (engine.Open): inspect, verify, prove, verify-proof and wal repair.
 
 // openDir opens the engine in dir under the configuration its log records.
-func openDir(dir string) (*engine.Engine, error) {
+// openDir opens the engine in dir under the configuration its log holds;
+// with checkEvery, recovery checks every record's root.
+func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 	if st, err := os.Stat(dir); err != nil {
 		return nil, err
 	} else if !st.IsDir() {
@@ -29,6 +31,7 @@ func openDir(dir string) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.CheckEveryRoot = checkEvery
 	return engine.Open(dir, cfg)
 }
 
@@ -37,7 +40,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots.\n")
 		return 2
 	}
-	e, err := openDir(args[0])
+	e, err := openDir(args[0], false)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
 		return 1
@@ -70,17 +73,21 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its newest snapshot and every record after\nit, checking the state root stored in each record and the snapshot's.\n")
+		fmt.Fprint(stderr, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash.\n")
 		return 2
 	}
-	e, err := openDir(args[0])
+	e, err := openDir(args[0], true)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
 		return 1
 	}
 	defer e.Close()
+	if err := e.CheckRoot(); err != nil {
+		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
+		return 1
+	}
 	root := e.Root()
-	fmt.Fprintf(stdout, "ok: every stored root checked; %d records, height %d, root 0x%x\n", e.Durable(), e.Height(), root)
+	fmt.Fprintf(stdout, "ok: every stored root checked, and the root recomputed from the state; %d records, height %d, root 0x%x\n", e.Durable(), e.Height(), root)
 	return 0
 }
 
@@ -94,7 +101,7 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "timerlane prove: TIMER_ID: %v\n", err)
 		return 2
 	}
-	e, err := openDir(args[0])
+	e, err := openDir(args[0], false)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
 		return 1

@@ -296,6 +296,10 @@ func weight(recent, m2 uint64) uint32 {
 	return uint32(MaxWeight - min(MaxWeight-MinWeight, q))
 }
 
+// Entries returns the number of log entries: one per (height, actor) with
+// fires in the window.
+func (w *Window) Entries() int { return int(w.log.len()) }
+
 // Actors returns the number of actors with at least one fire in the window.
 func (w *Window) Actors() int { return len(w.lo.items) + len(w.hi.items) }
 
