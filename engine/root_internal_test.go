@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 type nopExec struct{}
 
 func (nopExec) Execute(Tx, *Delivery) (Usage, error) { return Usage{Cycles: 100}, nil }
