@@ -40,8 +40,12 @@ var actors = func() []engine.Address {
 const benchRollbackDepth = 8
 
 func newEngine(tb testing.TB) *engine.Engine {
+	return newEngineDepth(tb, benchRollbackDepth)
+}
+
+func newEngineDepth(tb testing.TB, depth uint64) *engine.Engine {
 	cfg := engine.DefaultConfig()
-	cfg.RollbackDepth = benchRollbackDepth
+	cfg.RollbackDepth = depth
 	e, err := engine.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -173,7 +177,10 @@ type canceller struct {
 }
 
 func newCanceller(tb testing.TB, heights []uint64) *canceller {
-	c := &canceller{tb: tb, e: newEngine(tb), ids: make([]engine.TimerID, len(heights)), heights: heights}
+	// Rollback off: the canceller stays in one block, whose undo history
+	// would grow with every cancel (a block's history is dropped only once
+	// the block is RollbackDepth blocks old).
+	c := &canceller{tb: tb, e: newEngineDepth(tb, 0), ids: make([]engine.TimerID, len(heights)), heights: heights}
 	if err := c.e.BeginBlock(1); err != nil {
 		tb.Fatal(err)
 	}
