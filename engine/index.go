@@ -144,3 +144,11 @@ func (x *idIndex) grow() {
 }
 
 func (x *idIndex) bytes() int { return 8 * len(x.slots) }
+
+// reserve grows the index at once to hold n ids, so that a bulk load (a
+// snapshot) does not rehash it at every doubling.
+func (x *idIndex) reserve(n int) {
+	for 2*n > len(x.slots) {
+		x.grow()
+	}
+}

@@ -123,15 +123,38 @@ func (e *Engine) timersBySeq() []uint32 {
 
 // snapReader decodes with bounds checks; the first failure sticks.
 type snapReader struct {
-	r   *bufio.Reader
-	err error
-	at  string
+	r       *bufio.Reader
+	err     error
+	at      string
+	item    int64 // the item of at being read, or -1
+	scratch []byte
 }
 
 func (s *snapReader) fail(format string, args ...any) {
 	if s.err == nil {
-		s.err = fmt.Errorf("%w: %s: %s", ErrSnapshot, s.at, fmt.Sprintf(format, args...))
+		at := s.at
+		if s.item >= 0 {
+			at = fmt.Sprintf("%s %d", at, s.item)
+		}
+		s.err = fmt.Errorf("%w: %s: %s", ErrSnapshot, at, fmt.Sprintf(format, args...))
 	}
+}
+
+// read is bytes into a buffer of the reader's, valid until the next read:
+// a million timers are read without a million allocations.
+func (s *snapReader) read(n int) []byte {
+	if s.err != nil {
+		return nil
+	}
+	if cap(s.scratch) < n {
+		s.scratch = make([]byte, n)
+	}
+	b := s.scratch[:n]
+	if _, err := io.ReadFull(s.r, b); err != nil {
+		s.fail("truncated (%v)", err)
+		return nil
+	}
+	return b
 }
 
 func (s *snapReader) bytes(n int) []byte {
@@ -147,14 +170,14 @@ func (s *snapReader) bytes(n int) []byte {
 }
 
 func (s *snapReader) u32() uint32 {
-	if b := s.bytes(4); b != nil {
+	if b := s.read(4); b != nil {
 		return binary.BigEndian.Uint32(b)
 	}
 	return 0
 }
 
 func (s *snapReader) u64() uint64 {
-	if b := s.bytes(8); b != nil {
+	if b := s.read(8); b != nil {
 		return binary.BigEndian.Uint64(b)
 	}
 	return 0
@@ -177,7 +200,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapReader{r: bufio.NewReaderSize(r, 1<<16), at: "header"}
+	s := &snapReader{r: bufio.NewReaderSize(r, 1<<16), at: "header", item: -1}
 	version := 2
 	switch m := s.bytes(len(snapshotMagic)); {
 	case s.err != nil:
@@ -207,15 +230,20 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 
 	s.at = "timers"
 	count := s.u64()
+	if s.err == nil {
+		e.ids.reserve(int(min(count, 1<<22))) // a damaged count must not allocate much
+	}
 	lastSeq := uint64(0)
+	s.at = "timer"
 	for k := uint64(0); k < count && s.err == nil; k++ {
-		s.at = fmt.Sprintf("timer %d", k)
-		id := s.bytes(32)
+		s.item = int64(k)
+		var id TimerID
+		copy(id[:], s.read(32))
 		n := s.u32()
 		if s.err == nil && n > 64+2*bytepool.MaxLen {
 			s.fail("length %d", n)
 		}
-		enc := s.bytes(int(n))
+		enc := s.read(int(n)) // decoded, then copied by restoreTimer
 		if s.err != nil {
 			break
 		}
@@ -224,7 +252,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 			err = fmt.Errorf("seq %d after %d: not in insertion order", t.seq, lastSeq)
 		}
 		if err == nil {
-			err = e.restoreTimer(TimerID(id), &t)
+			err = e.restoreTimer(id, &t)
 		}
 		if err != nil {
 			s.fail("%v", err)
@@ -232,6 +260,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 		}
 		lastSeq = t.seq
 	}
+	s.item = -1
 	if s.err == nil && lastSeq >= e.seq {
 		s.at = "timers"
 		s.fail("seq %d is not below the next seq %d", lastSeq, e.seq)
