@@ -107,3 +107,41 @@ func Example_lane() {
 	// block 3: "paid" charged 176600000, refund 141280000, tip 20000000, burned 15320000 (W 2000000 ppm)
 	// basefee now: 671 pending: 0
 }
+
+// A reorg: block 5 is replaced. Rollback returns the engine to its state
+// after block 4, where the timer due at 5 is pending again; the new block
+// 5 cancels it instead.
+func ExampleEngine_Rollback() {
+	e, err := engine.New(engine.DefaultConfig()) // RollbackDepth 256
+	if err != nil {
+		panic(err)
+	}
+	actor := engine.Address{0xaa}
+	var id engine.TimerID
+	for h := uint64(1); h <= 5; h++ {
+		e.BeginBlock(h)
+		if h == 1 {
+			tx, _ := e.Begin(actor, 1)
+			id, _, _ = tx.Schedule(5, []byte("hello"))
+			tx.Commit()
+		}
+		e.EndBlock(node{})
+		e.Commit()
+	}
+	if err := e.Rollback(4); err != nil {
+		panic(err)
+	}
+	fmt.Println("height", e.Height(), "pending", e.Pending())
+	e.BeginBlock(5)
+	tx, _ := e.Begin(actor, 2)
+	tx.Cancel(id)
+	tx.Commit()
+	e.EndBlock(node{})
+	e.Commit()
+	fmt.Println("height", e.Height(), "pending", e.Pending())
+	// Output:
+	// block 5: handle_timer("hello") for 0xaa00000000000000000000000000000000000000
+	// height 4 pending 1
+	// height 5 pending 0
+
+}
