@@ -143,5 +143,4 @@ func ExampleEngine_Rollback() {
 	// block 5: handle_timer("hello") for 0xaa00000000000000000000000000000000000000
 	// height 4 pending 1
 	// height 5 pending 0
-
 }
