@@ -31,6 +31,10 @@ func newLaneBlock(tb testing.TB) *laneBlock {
 	// A short fairness window, so that the warm-up below reaches the steady
 	// state, where the window's log has stopped growing.
 	cfg.Lane.FairnessWindowBlocks = laneWindow
+	// Blocks at the basefee's target, so that it stays put: a full lane
+	// would raise it 12.5 % a block until, after some hundred blocks, the
+	// fees outgrow any balance and long runs collect instead of firing.
+	cfg.Lane.LaneTimerCycles = 2 * laneDue * laneGas
 	cfg.RollbackDepth = benchRollbackDepth
 	e, err := engine.New(cfg)
 	if err != nil {

@@ -70,7 +70,22 @@ func (f *fifoBuf[T]) len() int             { return len(f.buf) - f.head }
 func (f *fifoBuf[T]) end() uint64          { return f.base + uint64(len(f.buf)) }
 func (f *fifoBuf[T]) at(k int) *T          { return &f.buf[f.head+k] }
 func (f *fifoBuf[T]) span(a, b uint64) []T { return f.buf[a-f.base : b-f.base] }
-func (f *fifoBuf[T]) push(v ...T)          { f.buf = append(f.buf, v...) }
+func (f *fifoBuf[T]) push(v ...T)          { f.room(len(v)); f.buf = append(f.buf, v...) }
+
+// room makes space for n more items by moving the live ones down over the
+// trimmed ones, if that avoids growing the buffer.
+func (f *fifoBuf[T]) room(n int) {
+	if len(f.buf)+n > cap(f.buf) && f.head > 0 {
+		f.compact()
+	}
+}
+
+func (f *fifoBuf[T]) compact() {
+	k := copy(f.buf, f.buf[f.head:])
+	f.buf = f.buf[:k]
+	f.base += uint64(f.head)
+	f.head = 0
+}
 
 // cut drops the items from absolute position a on.
 func (f *fifoBuf[T]) cut(a uint64) { f.buf = f.buf[:a-f.base] }
@@ -80,10 +95,7 @@ func (f *fifoBuf[T]) cut(a uint64) { f.buf = f.buf[:a-f.base] }
 func (f *fifoBuf[T]) trim(a uint64) {
 	f.head = int(a - f.base)
 	if f.head > len(f.buf)/2 {
-		n := copy(f.buf, f.buf[f.head:])
-		f.buf = f.buf[:n]
-		f.base += uint64(f.head)
-		f.head = 0
+		f.compact()
 	}
 }
 
@@ -112,6 +124,7 @@ func (e *Engine) beginHist(from, to uint64) {
 	} else {
 		b.records = e.replayed
 	}
+	h.sched.room(512)
 	h.sched.buf = e.appendScheduler(h.sched.buf)
 	h.blocks.push(b)
 }
@@ -138,6 +151,7 @@ func (e *Engine) retire(i uint32) {
 func (e *Engine) windowExpired(height uint64, actor uint32, n uint64) {
 	e.fairExpired(height, actor, n)
 	if h := e.hist; h != nil && h.blocks.len() > 0 {
+		h.expired.room(fairEntryLen)
 		h.expired.buf = appendFairEntry(h.expired.buf, height, &e.actors.recs[actor].addr, n)
 	}
 }
