@@ -311,10 +311,10 @@ func (e *Engine) applyRecord(body []byte) error {
 		}
 		lastNew = t.seq
 		e.height = height // restoreTimer places by the current height
-		if err := e.restoreTimer(u.id, &t); err != nil {
+		i, err := e.restoreTimer(u.id, &t)
+		if err != nil {
 			return bad("%v", err)
 		}
-		i, _ := e.ids.get(&u.id)
 		e.histOp(undo{rec: i, kind: undoSchedule})
 	}
 	// What is left due at this height waited (the lane's deferred list).

@@ -356,9 +356,8 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt routing, fee uint32) {
 	i := e.addTimer(at, id, height, e.seq, rt.handler, rt.body, fee, s.actorIdx, &s.actor)
 	e.seq++
-	r := e.recs.At(i)
-	r.pos = e.q.Insert(ring.Entry{Height: height, Seq: r.seq, Val: uint64(i)})
-	s.actorIdx = r.actor
+	e.place(i) // height is in the future: the queue
+	s.actorIdx = e.recs.At(i).actor
 	e.undo = append(e.undo, undo{rec: i, kind: undoSchedule})
 }
 
@@ -395,6 +394,17 @@ func (e *Engine) allocRec() uint32 {
 	e.recs.Ensure(i)
 	e.nrecs++
 	return i
+}
+
+// place puts pending timer i in the calendar queue, or on the lane's
+// deferred list if it is due already.
+func (e *Engine) place(i uint32) {
+	r := e.recs.At(i)
+	if r.height <= e.height {
+		e.addDeferred(i)
+		return
+	}
+	r.pos = e.q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: uint64(i)})
 }
 
 // unqueue takes pending timer i out of the calendar queue, or off the

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/timerlane/timerlane/internal/calendar"
 	"github.com/timerlane/timerlane/ring"
@@ -69,6 +67,7 @@ type fifoBuf[T any] struct {
 func (f *fifoBuf[T]) len() int             { return len(f.buf) - f.head }
 func (f *fifoBuf[T]) end() uint64          { return f.base + uint64(len(f.buf)) }
 func (f *fifoBuf[T]) at(k int) *T          { return &f.buf[f.head+k] }
+func (f *fifoBuf[T]) abs(k int) uint64     { return f.base + uint64(f.head+k) }
 func (f *fifoBuf[T]) span(a, b uint64) []T { return f.buf[a-f.base : b-f.base] }
 func (f *fifoBuf[T]) push(v ...T)          { f.room(len(v)); f.buf = append(f.buf, v...) }
 
@@ -177,7 +176,7 @@ func (e *Engine) trimHist() {
 		h.ops.trim(ops)
 		h.expired.trim(expired)
 		h.sched.trim(sched)
-		h.blocks.trim(h.blocks.base + uint64(h.blocks.head) + 1)
+		h.blocks.trim(h.blocks.abs(1))
 	}
 }
 
@@ -287,24 +286,8 @@ func (e *Engine) undoBlock(k int) error {
 	opsEnd, expEnd, schedEnd := h.ends(k)
 	ops := h.ops.span(b.ops, opsEnd)
 	for j := len(ops) - 1; j >= 0; j-- {
-		u := ops[j]
-		r := e.recs.At(u.rec)
-		switch u.kind {
-		case undoCancel:
-			e.ids.put(&r.id, u.rec)
-			e.actors.recs[r.actor].pending++
-			e.pending++
-		case undoExtend:
-			e.unextend(u)
-		case undoSchedule:
-			e.ids.del(&r.id)
-			e.actors.recs[r.actor].pending--
-			e.pending--
-		}
-		e.touch(&r.id)
-		if u.kind == undoSchedule {
-			e.release(u.rec)
-		}
+		e.touch(&e.recs.At(ops[j].rec).id) // before undoOp may free the record
+		e.undoOp(ops[j], false)
 	}
 	h.ops.cut(b.ops)
 
@@ -313,10 +296,7 @@ func (e *Engine) undoBlock(k int) error {
 	exp := h.expired.span(b.expired, expEnd)
 	for off := len(exp) - fairEntryLen; off >= 0; off -= fairEntryLen {
 		height, addr, n := readFairEntry(exp[off:])
-		i, _ := e.actors.lookup(&addr)
-		if i == 0 || e.lane.window.Recent(i) == 0 {
-			i = e.actors.ref(i, &addr)
-		}
+		i := e.windowActor(&addr)
 		e.lane.window.Unexpire(height, i, n)
 		e.fairAdded(height, i, n)
 	}
@@ -326,26 +306,14 @@ func (e *Engine) undoBlock(k int) error {
 		return fmt.Errorf("rollback of block %d: scheduler state: %v", b.to, err)
 	}
 	h.sched.cut(b.sched)
-	h.blocks.cut(h.blocks.base + uint64(h.blocks.head+k))
+	h.blocks.cut(h.blocks.abs(k))
 	return nil
 }
 
 // requeue rebuilds the calendar queue and the lane's deferred list at the
 // current height from the pending timers, in insertion order.
 func (e *Engine) requeue() {
-	// Sorted as (seq, record) pairs: comparisons that read the records
-	// would miss the cache at every step.
-	type seqRec struct {
-		seq uint64
-		rec uint32
-	}
-	pending := make([]seqRec, 0, e.pending)
-	for _, s := range e.ids.slots {
-		if s != 0 {
-			pending = append(pending, seqRec{e.recs.At(uint32(s)).seq, uint32(s)})
-		}
-	}
-	slices.SortFunc(pending, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
+	pending := e.pendingBySeq()
 	q, err := calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 	if err != nil {
 		panic(err) // the layout was validated by New
@@ -353,14 +321,8 @@ func (e *Engine) requeue() {
 	q.Advance(e.height)
 	e.q = q
 	e.lane.deferred, e.lane.reasons = e.lane.deferred[:0], e.lane.reasons[:0]
-	for _, p := range pending {
-		i := p.rec
-		r := e.recs.At(i)
-		r.lpos = 0
-		if r.height <= e.height {
-			e.addDeferred(i)
-		} else {
-			r.pos = q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: uint64(i)})
-		}
+	for _, i := range pending {
+		e.recs.At(i).lpos = 0
+		e.place(i)
 	}
 }

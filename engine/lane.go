@@ -666,11 +666,18 @@ func (e *Engine) addFiresOf(h uint64, actor *Address, n uint64) error {
 	if n == 0 || n > 1<<40 || e.lane.window.Recent(i) > 1<<61 {
 		return fmt.Errorf("%d fires of %s at height %d", n, actor, h)
 	}
+	e.addFires(h, e.windowActor(actor), n)
+	return nil
+}
+
+// windowActor returns the index of actor for an entry about to enter the
+// fairness window, taking the window's reference on it if it holds none.
+func (e *Engine) windowActor(actor *Address) uint32 {
+	i, _ := e.actors.lookup(actor)
 	if i == 0 || e.lane.window.Recent(i) == 0 {
 		i = e.actors.ref(i, actor)
 	}
-	e.addFires(h, i, n)
-	return nil
+	return i
 }
 
 // A fairness entry in snapshots and log records: height[8] || actor[20]

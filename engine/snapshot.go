@@ -12,9 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/timerlane/timerlane/internal/bytepool"
-	"github.com/timerlane/timerlane/internal/calendar"
 	"github.com/timerlane/timerlane/merkle"
-	"github.com/timerlane/timerlane/ring"
 )
 
 // A snapshot is the whole state between blocks, in the canonical encodings
@@ -60,7 +58,7 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	var buf []byte
 	buf = append(buf, snapshotMagic...)
 	buf = e.appendSchedulerEntry(buf)
-	order := e.timersBySeq()
+	order := e.pendingBySeq()
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(order)))
 	if _, err := bw.Write(buf); err != nil {
 		return err
@@ -112,12 +110,26 @@ func (e *Engine) appendTimerEntry(b []byte, i uint32) []byte {
 	return b
 }
 
-// timersBySeq lists the pending timers' records in insertion order.
-func (e *Engine) timersBySeq() []uint32 {
-	var out []uint32
-	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { out = append(out, uint32(x.Val)) })
-	out = append(out, e.lane.deferred...)
-	slices.SortFunc(out, func(a, b uint32) int { return cmp.Compare(e.recs.At(a).seq, e.recs.At(b).seq) })
+// pendingBySeq lists the pending timers' records in insertion order, from
+// the id index (the queue may be stale: a rollback rebuilds it from this).
+func (e *Engine) pendingBySeq() []uint32 {
+	// Sorted as (seq, record) pairs: comparisons that read the records
+	// would miss the cache at every step.
+	type seqRec struct {
+		seq uint64
+		rec uint32
+	}
+	pairs := make([]seqRec, 0, e.pending)
+	for _, s := range e.ids.slots {
+		if s != 0 {
+			pairs = append(pairs, seqRec{e.recs.At(uint32(s)).seq, uint32(s)})
+		}
+	}
+	slices.SortFunc(pairs, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]uint32, len(pairs))
+	for k, p := range pairs {
+		out[k] = p.rec
+	}
 	return out
 }
 
@@ -252,7 +264,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 			err = fmt.Errorf("seq %d after %d: not in insertion order", t.seq, lastSeq)
 		}
 		if err == nil {
-			err = e.restoreTimer(id, &t)
+			_, err = e.restoreTimer(id, &t)
 		}
 		if err != nil {
 			s.fail("%v", err)
@@ -447,20 +459,20 @@ func amountBE(x []byte) Amount {
 
 // restoreTimer makes t pending as timer id, in its tier or, when its
 // height has passed (a lane timer waiting), on the deferred list.
-func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) error {
+func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) (uint32, error) {
 	at, _, dup := e.ids.lookup(&id)
 	if dup {
-		return fmt.Errorf("timer %s twice", id)
+		return 0, fmt.Errorf("timer %s twice", id)
 	}
 	if t.height <= e.height && e.cfg.Policy != PolicyLane {
-		return fmt.Errorf("timer %s at height %d is not after the current height %d", id, t.height, e.height)
+		return 0, fmt.Errorf("timer %s at height %d is not after the current height %d", id, t.height, e.height)
 	}
 	if t.height == 0 {
-		return fmt.Errorf("timer %s at height 0", id)
+		return 0, fmt.Errorf("timer %s at height 0", id)
 	}
 	ai, pending := e.actors.lookup(&t.actor)
 	if pending >= e.cfg.MaxTimersPerActor {
-		return fmt.Errorf("actor %s has more than max_timers_per_actor timers", t.actor)
+		return 0, fmt.Errorf("actor %s has more than max_timers_per_actor timers", t.actor)
 	}
 	var fee uint32
 	if t.fees.Set != 0 {
@@ -468,12 +480,8 @@ func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) error {
 		e.lane.fees.At(fee).Fees = t.fees
 	}
 	i := e.addTimer(at, &id, t.height, t.seq, t.handler, t.body, fee, ai, &t.actor)
-	if t.height <= e.height {
-		e.addDeferred(i)
-	} else {
-		e.recs.At(i).pos = e.q.Insert(ring.Entry{Height: t.height, Seq: t.seq, Val: uint64(i)})
-	}
-	return nil
+	e.place(i)
+	return i, nil
 }
 
 // restoreScheduler sets the scheduler state from its encoding, after

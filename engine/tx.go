@@ -306,26 +306,33 @@ func (e *Engine) commitTx() {
 
 func (e *Engine) revertTx() {
 	for k := len(e.undo) - 1; k >= 0; k-- {
-		u := e.undo[k]
-		r := e.recs.At(u.rec)
-		switch u.kind {
-		case undoCancel:
-			e.ids.put(&r.id, u.rec)
-			e.actors.recs[r.actor].pending++
-			e.pending++
-			continue
-		case undoExtend:
-			e.unextend(u)
-			continue
-		}
-		e.ids.del(&r.id)
-		e.actors.recs[r.actor].pending--
-		e.pending--
-		e.unqueue(u.rec)
-		e.release(u.rec)
+		e.undoOp(e.undo[k], true)
 	}
 	e.seq = e.txs.seq0
 	e.closeTx()
+}
+
+// undoOp takes back one call: a cancel relinks the record, an extend
+// restores the fees, a schedule unlinks and frees the record (taking it out
+// of the queue first if queued: a rollback rebuilds the queue instead).
+func (e *Engine) undoOp(u undo, queued bool) {
+	r := e.recs.At(u.rec)
+	switch u.kind {
+	case undoCancel:
+		e.ids.put(&r.id, u.rec)
+		e.actors.recs[r.actor].pending++
+		e.pending++
+	case undoExtend:
+		e.unextend(u)
+	case undoSchedule:
+		e.ids.del(&r.id)
+		e.actors.recs[r.actor].pending--
+		e.pending--
+		if queued {
+			e.unqueue(u.rec)
+		}
+		e.release(u.rec)
+	}
 }
 
 func (e *Engine) closeTx() {

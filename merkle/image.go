@@ -24,7 +24,7 @@ import (
 // path, or a wrong proof; whoever cannot trust the file rebuilds the tree
 // from its leaves instead.
 
-var imageMagic = []byte("TLTREE\x01")
+const imageMagic = "TLTREE\x01"
 
 // ErrImage is an image ReadImage cannot load.
 var ErrImage = errors.New("merkle: bad tree image")
@@ -39,7 +39,7 @@ const (
 func (t *Tree) WriteImage(w io.Writer) error {
 	t.Root()
 	var buf [innerLen]byte
-	head := binary.BigEndian.AppendUint64(append(buf[:0:innerLen], imageMagic...), uint64(t.n))
+	head := binary.BigEndian.AppendUint64(append(buf[:0], imageMagic...), uint64(t.n))
 	if _, err := w.Write(head); err != nil {
 		return err
 	}
@@ -73,11 +73,11 @@ func (t *Tree) WriteImage(w io.Writer) error {
 
 // ReadImage loads a tree from its image, read from r up to the image's end.
 func ReadImage(r io.Reader) (*Tree, error) {
-	var head [len("TLTREE\x01") + 8]byte
+	var head [len(imageMagic) + 8]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrImage, err)
 	}
-	if !bytes.Equal(head[:len(imageMagic)], imageMagic) {
+	if string(head[:len(imageMagic)]) != imageMagic {
 		return nil, fmt.Errorf("%w: not a version 1 image", ErrImage)
 	}
 	n := binary.BigEndian.Uint64(head[len(imageMagic):])
