@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/bits"
+	"slices"
 
 	"lukechampine.com/uint128"
 
@@ -72,27 +73,58 @@ var ErrAmountOverflow = errors.New("timerlane: amount overflows 128 bits")
 // MemLedger is an in-memory Ledger, for embedding and tests. The zero
 // value is not ready: use NewMemLedger.
 type MemLedger struct {
-	balances map[Address]Amount
+	// Each account's balance is at its index in balances: one map lookup
+	// per operation rather than a read and a write.
+	index    map[Address]uint32
+	balances []Amount
 	burned   Amount
+	// The last account looked up, as the lane refunds the payer it has
+	// just charged: a refund then costs no map lookup.
+	last    Address
+	lastAt  uint32
+	hasLast bool
+}
+
+// find returns the index of a's balance, if a has one.
+func (l *MemLedger) find(a *Address) (uint32, bool) {
+	if l.hasLast && l.last == *a {
+		return l.lastAt, true
+	}
+	i, ok := l.index[*a]
+	if ok {
+		l.last, l.lastAt, l.hasLast = *a, i, true
+	}
+	return i, ok
 }
 
 // NewMemLedger returns an empty ledger: every balance is 0.
-func NewMemLedger() *MemLedger { return &MemLedger{balances: map[Address]Amount{}} }
+func NewMemLedger() *MemLedger { return &MemLedger{index: map[Address]uint32{}} }
 
 // Balance is a's balance.
-func (l *MemLedger) Balance(a Address) Amount { return l.balances[a] }
+func (l *MemLedger) Balance(a Address) Amount {
+	if i, ok := l.find(&a); ok {
+		return l.balances[i]
+	}
+	return Amount{}
+}
 
 // Debit takes x from a.
 func (l *MemLedger) Debit(a Address, x Amount) error {
-	b := l.balances[a]
-	if b.Cmp(x) < 0 {
-		return fmt.Errorf("%w: %s has %s, needs %s", ErrInsufficientFunds, a, b, x)
+	var b *Amount
+	if i, ok := l.find(&a); ok {
+		b = &l.balances[i]
 	}
-	if b = b.Sub(x); b.IsZero() {
-		delete(l.balances, a)
-	} else {
-		l.balances[a] = b
+	if b == nil || b.Cmp(x) < 0 {
+		if x.IsZero() {
+			return nil
+		}
+		var has Amount
+		if b != nil {
+			has = *b
+		}
+		return fmt.Errorf("%w: %s has %s, needs %s", ErrInsufficientFunds, a, has, x)
 	}
+	*b = b.Sub(x)
 	return nil
 }
 
@@ -101,11 +133,17 @@ func (l *MemLedger) Credit(a Address, x Amount) error {
 	if x.IsZero() {
 		return nil
 	}
-	b, ok := u128.Add(l.balances[a], x)
+	i, ok := l.find(&a)
+	if !ok {
+		i = uint32(len(l.balances))
+		l.index[a] = i
+		l.balances = append(l.balances, Amount{})
+	}
+	b, ok := u128.Add(l.balances[i], x)
 	if !ok {
 		return fmt.Errorf("%w: credit %s to %s", ErrAmountOverflow, x, a)
 	}
-	l.balances[a] = b
+	l.balances[i] = b
 	return nil
 }
 
@@ -124,7 +162,8 @@ func (l *MemLedger) Burned() Amount { return l.burned }
 
 // Clone returns an independent copy (for rollback and tests).
 func (l *MemLedger) Clone() *MemLedger {
-	return &MemLedger{balances: maps.Clone(l.balances), burned: l.burned}
+	return &MemLedger{index: maps.Clone(l.index), balances: slices.Clone(l.balances), burned: l.burned,
+		last: l.last, lastAt: l.lastAt, hasLast: l.hasLast}
 }
 
 // PriorityTier is CIP-1 §7.3's priority hint: a multiplier, from the

@@ -132,18 +132,28 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
-// TestHeapKeys checks that the specialised sort, and popping the
-// specialised heap, yield the order of the standard sort, with many ties
-// at every level of the key.
+// TestHeapKeys checks that the radix sort, and popping the specialised
+// heap, yield the order of the standard sort, with many ties at every
+// level of the key, and with keys that differ in every byte.
 func TestHeapKeys(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 100, 1000, 5000} {
-		for seed := uint64(0); seed < 5; seed++ {
+	var sorter keySorter
+	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 100, 1000, 5000} {
+		for seed := uint64(0); seed < 8; seed++ {
 			r := newRand(seed)
 			x := make([]sortKey, n)
 			ids := make([]uint64, n) // a second id word for full ties
 			for i := range x {
-				x[i] = sortKey{eff: wide{hi: r() % 2, mid: r() % 3, lo: r() % 4}, id0: r() % 5, k: uint32(i)}
-				ids[i] = r()
+				eff, id0 := wide{hi: r() % 2, mid: r() % 3, lo: r() % 4}, r()%5
+				switch seed {
+				case 5: // every byte varies
+					eff, id0 = wide{hi: r(), mid: r(), lo: r()}, r()
+				case 6: // all keys equal: only the tie orders them
+					eff, id0 = wide{lo: 7}, 9
+				case 7: // only the id prefix varies, in its low bits
+					eff, id0 = wide{lo: 7}, r()%1000
+				}
+				x[i] = newSortKey(eff, id0, uint32(i))
+				ids[i] = r() % 3
 			}
 			tie := func(a, b uint32) bool { return ids[a] < ids[b] || ids[a] == ids[b] && a < b }
 			want := slices.Clone(x)
@@ -156,8 +166,7 @@ func TestHeapKeys(t *testing.T) {
 				}
 				return 0
 			})
-			sorted := slices.Clone(x)
-			sortKeys(sorted, tie)
+			sorted := slices.Clone(sorter.sort(slices.Clone(x), tie))
 			require.Equal(t, want, sorted, "sort: n=%d seed=%d", n, seed)
 			heapKeys(x, tie)
 			got := make([]sortKey, 0, n)
@@ -169,17 +178,6 @@ func TestHeapKeys(t *testing.T) {
 			}
 			require.Equal(t, want, got, "n=%d seed=%d", n, seed)
 		}
-	}
-	// The sort's fallback for adversarial inputs, directly.
-	r := newRand(9)
-	x := make([]sortKey, 300)
-	for i := range x {
-		x[i] = sortKey{eff: wide{lo: r() % 50}, id0: r() % 7, k: uint32(i)}
-	}
-	tie := func(a, b uint32) bool { return a < b }
-	heapSortKeys(x, tie)
-	for i := 1; i < len(x); i++ {
-		require.False(t, x[i].before(&x[i-1], tie))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/fairness"
@@ -24,6 +23,9 @@ const (
 	BelowBasefee                        // its max fee no longer covers the lane basefee
 	GCBudget                            // to be collected, but the GC lane is spent
 )
+
+// unlisted marks, within unlist, a deferred entry being taken off.
+const unlisted DeferReason = 255
 
 var deferNames = [...]string{"", "lane_full", "over_cap", "below_basefee", "gc_budget"}
 
@@ -108,6 +110,10 @@ type laneState struct {
 	cands     []cand
 	sel       []uint32 // indices in cands of the selected, in priority order
 	keys      []sortKey
+	sorter    keySorter
+	ordered   []cand   // the candidates in priority order (the other cands buffer)
+	taken     []uint32 // records of the selected timers
+	live      []uint32 // positions on deferred of the unexpired due timers
 	gcs       []gcCand
 	fired     []Amount
 	order     []uint32
@@ -130,15 +136,6 @@ type laneState struct {
 type gcCand struct {
 	rec uint32
 	why GCReason
-}
-
-// sortKey orders the candidates (CIP-1 §3 step 7): effective priority
-// descending, then timer id ascending, whose first 8 bytes it carries so
-// that most ties are settled without reading the record.
-type sortKey struct {
-	eff wide
-	id0 uint64
-	k   uint32 // index in cands
 }
 
 // cand is a due timer that may run in this block.
@@ -350,7 +347,9 @@ func (e *Engine) bid(r *rec, f *Fees) Bid {
 	if set&HasTier != 0 {
 		tier = f.Tier
 	}
-	b.MaxPriorityFee, _ = u128.MulDiv64(b.MaxPriorityFee, s.params.TierMultipliers[tier], 1000)
+	if m := s.params.TierMultipliers[tier]; m != 1000 { // 1000 per mille: a division saved
+		b.MaxPriorityFee, _ = u128.MulDiv64(b.MaxPriorityFee, m, 1000)
+	}
 	return b
 }
 
@@ -389,6 +388,29 @@ func (e *Engine) dropDeferred(i uint32) {
 	}
 	s.deferred, s.reasons = s.deferred[:last], s.reasons[:last]
 	r.lpos = 0
+}
+
+// unlist takes the timers whose records are is off the deferred list, in
+// two passes that keep the order of the rest: marking each (loads that
+// overlap), then compacting the list.
+func (e *Engine) unlist(is []uint32) {
+	s := &e.lane
+	for _, i := range is {
+		r := e.recs.At(i)
+		s.reasons[r.lpos-1], r.lpos = unlisted, 0
+	}
+	w := 0
+	for k, i := range s.deferred {
+		if s.reasons[k] == unlisted {
+			continue
+		}
+		if w != k {
+			s.deferred[w], s.reasons[w] = i, s.reasons[k]
+			e.recs.At(i).lpos = uint32(w + 1)
+		}
+		w++
+	}
+	s.deferred, s.reasons = s.deferred[:w], s.reasons[:w]
 }
 
 func (e *Engine) setReason(i uint32, why DeferReason) {
@@ -434,14 +456,22 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Classify every due timer (step 4) and price the candidates (steps 5-6).
 	fireCap := p.MaxCyclesPerFireAuction
-	cands, gcs := s.cands[:0], s.gcs[:0]
+	cands, gcs, keys := s.cands[:0], s.gcs[:0], s.keys[:0]
+	minGas := uint64(math.MaxUint64)
+	// Step 4's TTL test first: a short loop, so that the cache misses on
+	// the timers' records and fee fields overlap rather than queue.
+	live := s.live[:0] // positions on the deferred list of the unexpired
 	for k, i := range s.deferred {
+		if r := e.recs.At(i); h > e.expiry(r, e.feeOf(r)) {
+			gcs = append(gcs, gcCand{i, Expired})
+		} else {
+			live = append(live, uint32(k))
+		}
+	}
+	for _, k := range live {
+		i := s.deferred[k]
 		r := e.recs.At(i)
 		f := e.feeOf(r)
-		if h > e.expiry(r, f) {
-			gcs = append(gcs, gcCand{i, Expired})
-			continue
-		}
 		gas := fireCap
 		if f != nil && f.Set&HasGasLimit != 0 {
 			gas = f.GasLimit
@@ -462,19 +492,14 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		w := s.window.Weight(r.actor)
 		perCycle, ok1 := u128.Add(s.basefee, prio)
 		maxCost, ok2 := u128.Mul64(perCycle, gas)
+		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
+		minGas = min(minGas, gas)
 		cands = append(cands, cand{
 			prio: prio, maxCost: maxCost, gas: gas, weight: w,
 			rec: i, payer: e.payer(r, f), payerIdx: e.payerIdx(r, f), covered: ok1 && ok2,
 		})
 	}
 	// Sort (step 7): effective priority descending, then timer id.
-	keys := s.keys[:0]
-	minGas := uint64(math.MaxUint64)
-	for k := range cands {
-		c := &cands[k]
-		keys = append(keys, sortKey{eff: mulWide(c.prio, uint64(c.weight)), id0: binary.BigEndian.Uint64(e.recs.At(c.rec).id[:8]), k: uint32(k)})
-		minGas = min(minGas, c.gas)
-	}
 	// Select greedily within the lane, walking the candidates in that
 	// order, each payer covering the max_cost of its selected timers of
 	// higher priority too: every fee decision is made before any handler
@@ -486,11 +511,20 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	clear(s.reserved)
 	var budget uint64
 	sel := s.sel[:0]
+	s.cands = cands // for s.tie
 	useHeap := p.LaneTimerCycles/minGas < uint64(len(keys)/4)
 	if useHeap {
 		heapKeys(keys, s.tie)
 	} else {
-		sortKeys(keys, s.tie)
+		keys = s.sorter.sort(keys, s.tie)
+		// Lay the candidates out in that order: the passes below then
+		// read them in sequence instead of missing the cache on each.
+		ordered := s.ordered[:0]
+		for j := range keys {
+			ordered = append(ordered, cands[keys[j].k])
+			keys[j].k = uint32(j)
+		}
+		cands, s.ordered = ordered, cands[:0]
 	}
 	n, next := len(keys), 0 // the walk's unvisited keys: keys[next:n]
 	for next < n && p.LaneTimerCycles-budget >= minGas {
@@ -543,15 +577,16 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Take the selected timers out of the pending set, then fire them in
 	// priority order and settle each (step 8).
+	taken := s.taken[:0]
 	for _, k := range sel {
-		c := &cands[k]
-		r := e.recs.At(c.rec)
-		e.dropDeferred(c.rec)
-		e.touch(&r.id)
-		e.ids.del(&r.id)
-		e.actors.recs[r.actor].pending--
-		e.pending--
+		taken = append(taken, cands[k].rec)
 	}
+	e.unlist(taken)
+	for _, i := range taken {
+		e.touch(&e.recs.At(i).id)
+	}
+	e.take(taken)
+	s.taken = taken[:0]
 	fired := s.fired[:0]
 	for _, k := range sel {
 		c := &cands[k]
@@ -612,7 +647,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
-	s.cands, s.sel, s.gcs = cands[:0], sel[:0], gcs[:0]
+	s.cands, s.sel, s.gcs, s.live = cands[:0], sel[:0], gcs[:0], live[:0]
 	res.Lane = fig
 	return res
 }
@@ -782,129 +817,4 @@ func (s *laneState) emptyLaneBlocks(n uint64) {
 		s.basefee = next
 	}
 	s.p50, s.lastCycles = Amount{}, 0
-}
-
-// before reports whether key a sorts before b: higher effective priority
-// first, then the smaller id prefix; full ties go to tie.
-func (a *sortKey) before(b *sortKey, tie func(a, b uint32) bool) bool {
-	if c := a.eff.cmp(b.eff); c != 0 {
-		return c > 0
-	}
-	if a.id0 != b.id0 {
-		return a.id0 < b.id0
-	}
-	return tie(a.k, b.k)
-}
-
-// heapKeys arranges x as a heap whose top comes first by before; with
-// siftKeys it pops the candidates in priority order. Specialised to
-// sortKey: the generic heap's comparator call costs more than the
-// comparison itself.
-func heapKeys(x []sortKey, tie func(a, b uint32) bool) {
-	for i := len(x)/2 - 1; i >= 0; i-- {
-		siftKeys(x, i, tie)
-	}
-}
-
-// siftKeys moves x[i] down to its place in the heap x.
-func siftKeys(x []sortKey, i int, tie func(a, b uint32) bool) {
-	for {
-		c := 2*i + 1
-		if c >= len(x) {
-			return
-		}
-		if c+1 < len(x) && x[c+1].before(&x[c], tie) {
-			c++
-		}
-		if !x[c].before(&x[i], tie) {
-			return
-		}
-		x[i], x[c] = x[c], x[i]
-		i = c
-	}
-}
-
-// sortKeys sorts by before: an introsort specialised to sortKey, since the
-// generic sort's comparator call costs more than the comparison itself and
-// a lane block sorts every due timer.
-func sortKeys(x []sortKey, tie func(a, b uint32) bool) {
-	depth := 2 * bits.Len(uint(len(x)))
-	quickSortKeys(x, depth, tie)
-}
-
-func quickSortKeys(x []sortKey, depth int, tie func(a, b uint32) bool) {
-	for len(x) > 16 {
-		if depth == 0 {
-			heapSortKeys(x, tie)
-			return
-		}
-		depth--
-		// Median of three to x[0], then Hoare partition around it.
-		m := len(x) / 2
-		if x[m].before(&x[0], tie) {
-			x[m], x[0] = x[0], x[m]
-		}
-		if x[len(x)-1].before(&x[0], tie) {
-			x[len(x)-1], x[0] = x[0], x[len(x)-1]
-		}
-		if x[len(x)-1].before(&x[m], tie) {
-			x[len(x)-1], x[m] = x[m], x[len(x)-1]
-		}
-		x[0], x[m] = x[m], x[0]
-		p := x[0]
-		i, j := 1, len(x)-1
-		for {
-			for i <= j && x[i].before(&p, tie) {
-				i++
-			}
-			for i <= j && p.before(&x[j], tie) {
-				j--
-			}
-			if i >= j {
-				break
-			}
-			x[i], x[j] = x[j], x[i]
-			i++
-			j--
-		}
-		x[0], x[j] = x[j], x[0]
-		// Recurse into the smaller side, loop on the larger.
-		if j < len(x)-j {
-			quickSortKeys(x[:j], depth, tie)
-			x = x[j+1:]
-		} else {
-			quickSortKeys(x[j+1:], depth, tie)
-			x = x[:j]
-		}
-	}
-	for i := 1; i < len(x); i++ {
-		for j := i; j > 0 && x[j].before(&x[j-1], tie); j-- {
-			x[j], x[j-1] = x[j-1], x[j]
-		}
-	}
-}
-func heapSortKeys(x []sortKey, tie func(a, b uint32) bool) {
-	down := func(root, n int) {
-		for {
-			c := 2*root + 1
-			if c >= n {
-				return
-			}
-			if c+1 < n && x[c].before(&x[c+1], tie) {
-				c++
-			}
-			if !x[root].before(&x[c], tie) {
-				return
-			}
-			x[root], x[c] = x[c], x[root]
-			root = c
-		}
-	}
-	for i := len(x)/2 - 1; i >= 0; i-- {
-		down(i, len(x))
-	}
-	for i := len(x) - 1; i > 0; i-- {
-		x[0], x[i] = x[i], x[0]
-		down(0, i)
-	}
 }
