@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -71,16 +72,18 @@ func (t *Tree) WriteImage(w io.Writer) error {
 	return write(t.root)
 }
 
-// ReadImage loads a tree from its image, read from r up to the image's end.
-func ReadImage(r io.Reader) (*Tree, error) {
-	var head [len(imageMagic) + 8]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
+// ReadImage loads a tree from its image, read from r up to the image's
+// end and not beyond. Nodes are parsed in r's buffer, without a copy.
+func ReadImage(r *bufio.Reader) (*Tree, error) {
+	head, err := r.Peek(len(imageMagic) + 8)
+	if err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrImage, err)
 	}
 	if string(head[:len(imageMagic)]) != imageMagic {
 		return nil, fmt.Errorf("%w: not a version 1 image", ErrImage)
 	}
 	n := binary.BigEndian.Uint64(head[len(imageMagic):])
+	r.Discard(len(head))
 	if n > uint64(maxIdx) {
 		return nil, fmt.Errorf("%w: %d leaves", ErrImage, n)
 	}
@@ -89,7 +92,7 @@ func ReadImage(r io.Reader) (*Tree, error) {
 		return t, nil
 	}
 	d := imageReader{r: r, t: t, left: n}
-	root, err := d.node(0, -1)
+	root, err := d.node(-1)
 	if err != nil {
 		return nil, err
 	}
@@ -100,65 +103,79 @@ func ReadImage(r io.Reader) (*Tree, error) {
 	return t, nil
 }
 
+// imageReader checks the shape as it reads. Keys must ascend, bits must
+// increase down every path, and for each internal node the last leaf
+// before its child 1 and the first leaf in it must first differ at the
+// node's bit. Those adjacent pairs are one per internal node, and a crit-bit
+// tree is the only tree of its sorted keys in which each node's bit is
+// where its pair first differs, so every leaf is then under the branches
+// its key takes, checked in O(1) per node rather than a walk up its path.
 type imageReader struct {
-	r    io.Reader
+	r    *bufio.Reader
 	t    *Tree
-	left uint64 // leaves still to read
-	buf  [innerLen]byte
-	path [257]branch // the branches taken from the root
-	prev [32]byte    // the last leaf's key
-	seen bool        // a leaf was read
+	left uint64   // leaves still to read
+	prev [32]byte // the last leaf's key
+	seen bool     // a leaf was read
+	want int      // the bit at which the next leaf must first differ from prev, or -1
 }
 
-type branch struct {
-	bit uint8
-	dir int
-}
-
-// node reads the subtree at depth d, whose parent branches on bit minBit
-// (-1 for the root): its bit must be above it.
-func (d *imageReader) node(depth int, minBit int) (ref, error) {
-	if _, err := io.ReadFull(d.r, d.buf[:1]); err != nil {
-		return 0, fmt.Errorf("%w: node: %v", ErrImage, err)
+// next returns the next node's encoding, n bytes, valid until the next
+// call; tag is its first byte.
+func (d *imageReader) next() (tag byte, b []byte, err error) {
+	b, err = d.r.Peek(innerLen)
+	if len(b) == 0 {
+		return 0, nil, fmt.Errorf("%w: node: %v", ErrImage, err)
 	}
-	switch d.buf[0] {
+	n := innerLen
+	if b[0] == 1 {
+		n = leafLen
+	}
+	if len(b) < n {
+		return 0, nil, fmt.Errorf("%w: node: %v", ErrImage, err)
+	}
+	d.r.Discard(n)
+	return b[0], b[:n], nil
+}
+
+// node reads the subtree whose parent branches on bit minBit (-1 for the
+// root): its bit must be above it.
+func (d *imageReader) node(minBit int) (ref, error) {
+	tag, b, err := d.next()
+	if err != nil {
+		return 0, err
+	}
+	switch tag {
 	case 1:
 		if d.left == 0 {
 			return 0, fmt.Errorf("%w: more leaves than the header says", ErrImage)
 		}
-		if _, err := io.ReadFull(d.r, d.buf[1:leafLen]); err != nil {
-			return 0, fmt.Errorf("%w: leaf: %v", ErrImage, err)
-		}
-		var key, value [32]byte
-		copy(key[:], d.buf[1:33])
-		copy(value[:], d.buf[33:leafLen])
-		for _, p := range d.path[:depth] {
-			if bitAt(&key, p.bit) != p.dir {
-				return 0, fmt.Errorf("%w: leaf %x under the wrong branch of bit %d", ErrImage, key[:4], p.bit)
+		key, value := (*[32]byte)(b[1:33]), (*[32]byte)(b[33:leafLen])
+		if d.seen {
+			if bytes.Compare(key[:], d.prev[:]) <= 0 {
+				return 0, fmt.Errorf("%w: leaf %x after leaf %x", ErrImage, key[:4], d.prev[:4])
+			}
+			if bit, _ := firstDiff(&d.prev, key); int(bit) != d.want {
+				return 0, fmt.Errorf("%w: leaf %x under the wrong branch of bit %d", ErrImage, key[:4], d.want)
 			}
 		}
-		if d.seen && bytes.Compare(key[:], d.prev[:]) <= 0 {
-			return 0, fmt.Errorf("%w: leaf %x after leaf %x", ErrImage, key[:4], d.prev[:4])
-		}
-		d.prev, d.seen = key, true
+		d.prev, d.seen, d.want = *key, true, -1
 		d.left--
-		return d.t.newLeaf(&key, &value), nil
+		return d.t.newLeaf(key, value), nil
 	case 0:
-		if _, err := io.ReadFull(d.r, d.buf[1:innerLen]); err != nil {
-			return 0, fmt.Errorf("%w: internal node: %v", ErrImage, err)
-		}
-		bit := d.buf[1]
+		bit := b[1]
 		if int(bit) <= minBit {
 			return 0, fmt.Errorf("%w: bit %d below bit %d above it", ErrImage, bit, minBit)
 		}
 		r := d.t.newInner()
 		n := d.t.inner(r)
 		n.bit = bit
-		copy(n.hash[0][:], d.buf[2:34])
-		copy(n.hash[1][:], d.buf[34:66])
+		copy(n.hash[0][:], b[2:34])
+		copy(n.hash[1][:], b[34:66])
 		for dir := range 2 {
-			d.path[depth] = branch{bit, dir}
-			c, err := d.node(depth+1, int(bit))
+			if dir == 1 {
+				d.want = int(bit)
+			}
+			c, err := d.node(int(bit))
 			if err != nil {
 				return 0, err
 			}
@@ -166,6 +183,6 @@ func (d *imageReader) node(depth int, minBit int) (ref, error) {
 		}
 		return r, nil
 	default:
-		return 0, fmt.Errorf("%w: node tag %d", ErrImage, d.buf[0])
+		return 0, fmt.Errorf("%w: node tag %d", ErrImage, tag)
 	}
 }

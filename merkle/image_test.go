@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"math/rand/v2"
@@ -40,7 +41,7 @@ func TestImageRoundTrip(t *testing.T) {
 		if err := tree.WriteImage(&img); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadImage(bytes.NewReader(img.Bytes()))
+		got, err := ReadImage(bufio.NewReader(bytes.NewReader(img.Bytes())))
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
@@ -106,7 +107,7 @@ func TestImageDamage(t *testing.T) {
 	}
 	b := img.Bytes()
 	for n := range len(b) {
-		if _, err := ReadImage(bytes.NewReader(b[:n])); !errors.Is(err, ErrImage) {
+		if _, err := ReadImage(bufio.NewReader(bytes.NewReader(b[:n]))); !errors.Is(err, ErrImage) {
 			t.Fatalf("truncated at %d of %d: %v", n, len(b), err)
 		}
 	}
@@ -129,7 +130,7 @@ func TestImageDamage(t *testing.T) {
 		}
 		c := bytes.Clone(b)
 		c[i] ^= 0x10
-		got, err := ReadImage(bytes.NewReader(c))
+		got, err := ReadImage(bufio.NewReader(bytes.NewReader(c)))
 		if err != nil {
 			if !errors.Is(err, ErrImage) {
 				t.Fatalf("byte %d: %v", i, err)
@@ -140,22 +141,29 @@ func TestImageDamage(t *testing.T) {
 		if got.Root() == want && got.fullRoot() == want {
 			t.Fatalf("byte %d flipped: same root", i)
 		}
+		var back bytes.Buffer
+		if err := got.WriteImage(&back); err != nil {
+			t.Fatal(err)
+		}
+		checkCritBit(t, back.Bytes())
 	}
 	if refused == 0 {
 		t.Fatal("no damage refused")
 	}
 }
 
-// FuzzReadImage: arbitrary input loads or is refused, never panics, and
-// what loads writes back the same image.
+// FuzzReadImage: arbitrary input loads or is refused, never panics; what
+// loads writes back the same image and has the shape of the tree its
+// leaves make when set one by one, so the reader's O(1) shape checks
+// accept only true crit-bit trees.
 func FuzzReadImage(f *testing.F) {
-	for _, n := range []int{0, 1, 5} {
+	for _, n := range []int{0, 1, 2, 5, 17} {
 		var img bytes.Buffer
 		randomTree(rand.New(rand.NewPCG(uint64(n), 9)), n).WriteImage(&img)
 		f.Add(img.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tree, err := ReadImage(bytes.NewReader(b))
+		tree, err := ReadImage(bufio.NewReader(bytes.NewReader(b)))
 		if err != nil {
 			return
 		}
@@ -166,5 +174,51 @@ func FuzzReadImage(f *testing.F) {
 		if !bytes.HasPrefix(b, img.Bytes()) {
 			t.Fatalf("image does not write back the same")
 		}
+		checkCritBit(t, img.Bytes())
 	})
+}
+
+// checkCritBit fails unless the loadable image img has the shape of the
+// tree its leaves make when set one by one.
+func checkCritBit(t *testing.T, img []byte) {
+	t.Helper()
+	rebuilt := New()
+	for _, l := range imageLeaves(t, img) {
+		rebuilt.Set(l[0], l[1])
+	}
+	var want bytes.Buffer
+	if err := rebuilt.WriteImage(&want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(imageShape(t, img), imageShape(t, want.Bytes())) {
+		t.Fatalf("loaded a tree that is not the crit-bit tree of its leaves")
+	}
+}
+
+// imageLeaves lists the (key, value hash) of an image's leaves.
+func imageLeaves(t *testing.T, img []byte) [][2][32]byte {
+	var out [][2][32]byte
+	for off := len(imageMagic) + 8; off < len(img); {
+		if img[off] == 1 {
+			out = append(out, [2][32]byte{[32]byte(img[off+1 : off+33]), [32]byte(img[off+33 : off+leafLen])})
+			off += leafLen
+			continue
+		}
+		off += innerLen
+	}
+	return out
+}
+
+// imageShape is an image without its internal nodes' cached hashes.
+func imageShape(t *testing.T, img []byte) []byte {
+	out := bytes.Clone(img)
+	for off := len(imageMagic) + 8; off < len(out); {
+		if out[off] == 1 {
+			off += leafLen
+			continue
+		}
+		clear(out[off+2 : off+innerLen])
+		off += innerLen
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package merkle
 import (
 	"encoding/binary"
 	"math/bits"
+	"runtime"
+	"sync"
 )
 
 // ref names a node: 0 is no node, a leaf's ref has leafBit set over its
@@ -51,7 +53,11 @@ type Tree struct {
 	leafFree  uint32 // head of the free leaves, index + 1 (0: none)
 	innerFree uint32 // head of the free internal nodes (0: none)
 	h         hasher
-	path      [257]ref // the internal nodes from the root to the last leaf searched for
+	h2        hasher // the second goroutine's, in rehashHalves
+	// staleSlots counts the slots marked stale since the last Root: about
+	// the hashes the next Root makes.
+	staleSlots int
+	path       [257]ref // the internal nodes from the root to the last leaf searched for
 }
 
 // New returns an empty tree.
@@ -108,6 +114,7 @@ func (t *Tree) markStale(key *[32]byte, d int) {
 			return
 		}
 		n.stale |= m
+		t.staleSlots++
 	}
 	t.rootStale = true
 }
@@ -177,6 +184,7 @@ func (t *Tree) Set(key, value [32]byte) {
 	if oldStale {
 		n.stale |= 1 << (1 - b)
 	}
+	t.staleSlots += 2 // the new leaf's hash and the new node's
 	t.link(i, &key, ni)
 	t.markStale(&key, i)
 	t.n++
@@ -237,29 +245,60 @@ func (t *Tree) Root() [32]byte {
 		if t.h.st == nil {
 			t.h = newHasher()
 		}
-		t.rehash(t.root, &t.rootHash)
-		t.rootStale = false
+		if t.staleSlots >= parallelMin && t.root&leafBit == 0 && runtime.GOMAXPROCS(0) > 1 {
+			t.rehashHalves()
+		} else {
+			t.rehash(&t.h, t.root, &t.rootHash)
+		}
+		t.rootStale, t.staleSlots = false, 0
 	}
 	return t.rootHash
 }
 
-// rehash computes the hash of node r, whose slot is stale, into dst,
-// rehashing first its children whose slots are stale.
-func (t *Tree) rehash(r ref, dst *[32]byte) {
+// parallelMin is how many hash slots must be stale for Root to rehash
+// the root's two subtrees at once, on two goroutines: a large batch, as a
+// block of thousands of changes or a restore makes, where it nearly
+// halves the time. Below it, starting a goroutine costs more than it
+// saves. The subtrees share no node, and each goroutine has its own
+// hasher, so the hashes are those of one goroutine.
+const parallelMin = 4096
+
+func (t *Tree) rehashHalves() {
+	n := t.inner(t.root)
+	if t.h2.st == nil {
+		t.h2 = newHasher()
+	}
+	var wg sync.WaitGroup
+	if n.stale&1 != 0 {
+		wg.Go(func() { t.rehash(&t.h2, n.child[0], &n.hash[0]) })
+	}
+	if n.stale&2 != 0 {
+		t.rehash(&t.h, n.child[1], &n.hash[1])
+	}
+	wg.Wait()
+	n.stale = 0
+	t.h.inner(n.bit, &n.hash[0], &n.hash[1], &t.rootHash)
+	t.h.count += t.h2.count
+	t.h2.count = 0
+}
+
+// rehash computes with h the hash of node r, whose slot is stale, into
+// dst, rehashing first its children whose slots are stale.
+func (t *Tree) rehash(h *hasher, r ref, dst *[32]byte) {
 	if r&leafBit != 0 {
 		l := t.leaf(r)
-		t.h.leaf(&l.key, &l.value, dst)
+		h.leaf(&l.key, &l.value, dst)
 		return
 	}
 	n := t.inner(r)
 	if n.stale&1 != 0 {
-		t.rehash(n.child[0], &n.hash[0])
+		t.rehash(h, n.child[0], &n.hash[0])
 	}
 	if n.stale&2 != 0 {
-		t.rehash(n.child[1], &n.hash[1])
+		t.rehash(h, n.child[1], &n.hash[1])
 	}
 	n.stale = 0
-	t.h.inner(n.bit, &n.hash[0], &n.hash[1], dst)
+	h.inner(n.bit, &n.hash[0], &n.hash[1], dst)
 }
 
 // Clone returns an independent deep copy of t: a memory copy of its node

@@ -389,3 +389,39 @@ func TestNoAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestRootHalves: a batch large enough for Root to hash the root's two
+// subtrees on two goroutines gives the root, and makes the number of
+// hashes, of one goroutine (a Clone, which starts with no count of stale
+// slots, hashes on one).
+func TestRootHalves(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tr := New()
+	var keys [][32]byte
+	for batch := range 4 {
+		for range 6000 {
+			k := randKey(r)
+			if len(keys) > 0 && r.IntN(3) == 0 { // change or delete one already in
+				k = keys[r.IntN(len(keys))]
+				if r.IntN(2) == 0 {
+					tr.Delete(k)
+					continue
+				}
+			}
+			keys = append(keys, k)
+			tr.Set(k, randKey(r))
+		}
+		if tr.staleSlots < parallelMin {
+			t.Fatalf("batch %d: %d stale slots, too few to test the halves", batch, tr.staleSlots)
+		}
+		one := tr.Clone()
+		h := tr.Hashes()
+		got, want := tr.Root(), one.Root()
+		if got != want || got != tr.fullRoot() {
+			t.Fatalf("batch %d: root %x, on one goroutine %x", batch, got, want)
+		}
+		if tr.Hashes()-h != one.Hashes() {
+			t.Fatalf("batch %d: %d hashes, on one goroutine %d", batch, tr.Hashes()-h, one.Hashes())
+		}
+	}
+}

@@ -22,6 +22,9 @@ func less(a, b ring.Entry) bool {
 // Tree is the overflow tier.
 type Tree struct {
 	t *btree.BTreeG[ring.Entry]
+	// The path of the last insert: inserts in ascending order, as a
+	// restore makes them, then search little.
+	hint btree.PathHint
 }
 
 // New returns an empty tree.
@@ -30,7 +33,7 @@ func New() *Tree {
 }
 
 // Insert adds e; (Height, Seq) must be unique.
-func (t *Tree) Insert(e ring.Entry) { t.t.Set(e) }
+func (t *Tree) Insert(e ring.Entry) { t.t.SetHint(e, &t.hint) }
 
 // Delete removes the entry with (height, seq) and reports whether it was there.
 func (t *Tree) Delete(height, seq uint64) bool {
