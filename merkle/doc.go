@@ -58,7 +58,11 @@
 // proof step is read off the path itself. A tree of N keys has N leaves
 // and N-1 internal nodes: about 140 heap bytes per key. In steady state
 // Set, Delete, Get, Root, ProveInto (with a reused Proof) and Verify
-// allocate nothing. A tree holds at most 2^31-1 keys.
+// allocate nothing, except that a Root with thousands of stale hashes
+// (a large block, a rebuild) hashes the root's two subtrees on two
+// goroutines, which share no node and each have a hasher, so the root
+// and the count of hashes are those of one. A tree holds at most 2^31-1
+// keys.
 //
 // # Snapshots and rollback
 //
