@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,16 +43,6 @@ func mulWide(a Amount, w uint64) wide {
 	h2, m := bits.Mul64(a.Hi, w)
 	mid, c := bits.Add64(m, h1, 0)
 	return wide{hi: h2 + c, mid: mid, lo: lo}
-}
-
-func (x wide) cmp(y wide) int {
-	switch {
-	case x.hi != y.hi:
-		return cmp.Compare(x.hi, y.hi)
-	case x.mid != y.mid:
-		return cmp.Compare(x.mid, y.mid)
-	}
-	return cmp.Compare(x.lo, y.lo)
 }
 
 // Ledger is the token state the lane charges fees against (CIP-1 §3 step

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"lukechampine.com/uint128"
 
 	"github.com/timerlane/timerlane/internal/u128"
 )
@@ -116,9 +115,17 @@ func TestArithmetic(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, 1, mulWide(uint128.Max, 2).cmp(mulWide(uint128.Max, 1)))
-	require.Equal(t, -1, wide{0, 1, 0}.cmp(wide{1, 0, 0}))
-	require.Equal(t, 0, wide{1, 2, 3}.cmp(wide{1, 2, 3}))
+	for _, v := range vals {
+		a := amt(v)
+		for _, w := range []uint64{0, 1, 1_000_000, 2_000_000, ^uint64(0)} {
+			got := mulWide(a, w)
+			g := new(big.Int).SetUint64(got.hi)
+			g.Lsh(g, 64).Add(g, new(big.Int).SetUint64(got.mid))
+			g.Lsh(g, 64).Add(g, new(big.Int).SetUint64(got.lo))
+			want := new(big.Int).Mul(a.Big(), new(big.Int).SetUint64(w))
+			require.Equal(t, want.String(), g.String(), "%s × %d", v, w)
+		}
+	}
 }
 
 func TestParseAmount(t *testing.T) {

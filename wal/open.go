@@ -472,7 +472,6 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 						return sc, err
 					}
 					sc.cut = &Cut{Segment: seg.name, Offset: off, Bytes: int64(len(data)) - off}
-					data = data[:off]
 					break
 				}
 				return sc, corrupt(off, ferr.reason)
