@@ -76,7 +76,32 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []sortKey {
 		a = append(a, keyItem{v, uint32(i)})
 		vdiff |= v ^ a[0].v
 	}
-	b := append(s.b[:0], a...)
+	a, b := radixSort(a, s.b, vdiff)
+	out := s.spare[:0]
+	for _, it := range a {
+		out = append(out, x[it.i])
+	}
+	for i := 0; i < len(a); {
+		j := i + 1
+		for j < len(a) && a[j].v == a[i].v {
+			j++
+		}
+		if j-i > 1 {
+			orderKeys(out[i:j], tie)
+		}
+		i = j
+	}
+	s.a, s.b, s.spare = a[:0], b[:0], x[:0]
+	return out
+}
+
+// radixSort sorts items by v, keeping the order of equal ones, with
+// spare (any length) as scratch, and returns the sorted items and the
+// other buffer. It is a least significant digit first radix sort, one
+// linear pass per byte of v that is not 0 in vdiff: the bits in which
+// some item's v differs from another's (all ones when unknown).
+func radixSort(a, spare []keyItem, vdiff uint64) (sorted, rest []keyItem) {
+	b := append(spare[:0], a...)
 	var at [256]int
 	for d := uint(0); d < 64; d += 8 {
 		if byte(vdiff>>d) == 0 {
@@ -97,22 +122,7 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []sortKey {
 		}
 		a, b = b, a
 	}
-	out := s.spare[:0]
-	for _, it := range a {
-		out = append(out, x[it.i])
-	}
-	for i := 0; i < len(a); {
-		j := i + 1
-		for j < len(a) && a[j].v == a[i].v {
-			j++
-		}
-		if j-i > 1 {
-			orderKeys(out[i:j], tie)
-		}
-		i = j
-	}
-	s.a, s.b, s.spare = a[:0], b[:0], x[:0]
-	return out
+	return a, b
 }
 
 // orderKeys sorts x by before: by insertion when short, as runs of equal

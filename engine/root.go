@@ -39,6 +39,8 @@ var keyScheduler = keccak([]byte("timerlane/scheduler"))
 type stateRoot struct {
 	tree  *merkle.Tree
 	dirty []TimerID // timers added, removed or changed since the last flush
+	order []keyItem // flushRoot's order of dirty, and its scratch
+	spare []keyItem
 	buf   []byte
 	h     hash.Hash
 	sum   [32]byte
@@ -128,8 +130,19 @@ func keccak(b []byte) [32]byte {
 // flushRoot brings the tree up to the current state.
 func (e *Engine) flushRoot() {
 	s := e.root
+	// In the order of the ids' first 8 bytes, consecutive changes share
+	// the upper part of their paths, which then stays in cache, and a
+	// timer changed twice mostly comes up twice in a row (then once is enough).
+	order := s.order[:0]
 	for k := range s.dirty {
-		id := &s.dirty[k]
+		order = append(order, keyItem{binary.BigEndian.Uint64(s.dirty[k][:8]), uint32(k)})
+	}
+	order, s.spare = radixSort(order, s.spare, ^uint64(0))
+	for k, it := range order {
+		id := &s.dirty[it.i]
+		if k > 0 && *id == s.dirty[order[k-1].i] {
+			continue
+		}
 		if i, ok := e.ids.get(id); ok {
 			s.buf = e.appendTimer(s.buf[:0], i)
 			s.tree.Set(*id, s.hash(s.buf))
@@ -137,10 +150,11 @@ func (e *Engine) flushRoot() {
 			s.tree.Delete(*id)
 		}
 	}
+	s.order = order[:0]
 	// A bulk load (a million timers in a block) must not leave 32 MB
 	// behind; blocks of up to 65,536 changes reuse the list.
 	if cap(s.dirty) > 1<<16 {
-		s.dirty = nil
+		s.dirty, s.order, s.spare = nil, nil, nil
 	} else {
 		s.dirty = s.dirty[:0]
 	}
