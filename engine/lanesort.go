@@ -35,7 +35,8 @@ type keySorter struct {
 	spare []sortKey
 }
 
-// keyItem is a key's sorting window and its position in the input.
+// keyItem is what radixSort orders: a 64-bit key (a sortKey's window, a
+// timer id's first 8 bytes) and a position in the input.
 type keyItem struct {
 	v uint64
 	i uint32
