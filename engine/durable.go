@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,6 +47,9 @@ type durable struct {
 	rec     uint64 // records in the log: the log's height
 	every   uint64 // records between snapshots
 	journal []TimerID
+	sorted  []TimerID // logBlock's scratch: the journal in order
+	order   []keyItem // logBlock's sort items, and radixSort's scratch
+	spare   []keyItem
 	fair    []byte // the block's fairness entries (appendFairEntry)
 	ups     []uint32
 	dels    []uint32
@@ -159,11 +161,39 @@ func (e *Engine) logFailed() error {
 // journalTouch notes a changed timer for the block's record.
 func (d *durable) journalTouch(id *TimerID) { d.journal = append(d.journal, *id) }
 
+// sortJournal puts the block's changed ids in ascending order, each once:
+// a radix sort by their first 8 bytes, then, within the rare runs that
+// share them, a comparison of the whole ids.
+func (d *durable) sortJournal() {
+	items := d.order[:0]
+	for k := range d.journal {
+		items = append(items, keyItem{binary.BigEndian.Uint64(d.journal[k][:8]), uint32(k)})
+	}
+	items, d.spare = radixSort(items, d.spare, ^uint64(0))
+	ids := d.sorted[:0]
+	for i := 0; i < len(items); {
+		j := i + 1
+		for j < len(items) && items[j].v == items[i].v {
+			j++
+		}
+		run := items[i:j]
+		if len(run) > 1 {
+			slices.SortFunc(run, func(a, b keyItem) int { return bytes.Compare(d.journal[a.i][:], d.journal[b.i][:]) })
+		}
+		for _, it := range run {
+			if n := len(ids); n == 0 || ids[n-1] != d.journal[it.i] {
+				ids = append(ids, d.journal[it.i])
+			}
+		}
+		i = j
+	}
+	d.journal, d.sorted, d.order = ids, d.journal[:0], items[:0]
+}
+
 // logBlock writes the committed block's record, and a snapshot when due.
 func (e *Engine) logBlock() error {
 	d := e.dur
-	slices.SortFunc(d.journal, func(a, b TimerID) int { return bytes.Compare(a[:], b[:]) })
-	d.journal = slices.Compact(d.journal)
+	d.sortJournal()
 	ups, dels := d.ups[:0], d.dels[:0] // records of upserts; indexes in journal of deletes
 	for k := range d.journal {
 		if i, ok := e.ids.get(&d.journal[k]); ok {
@@ -173,7 +203,18 @@ func (e *Engine) logBlock() error {
 		}
 	}
 	d.ups, d.dels = ups, dels
-	slices.SortFunc(ups, func(a, b uint32) int { return cmp.Compare(e.recs.At(a).seq, e.recs.At(b).seq) })
+	// Upserts by sequence, as (seq, record) items: a comparison sort
+	// would read two records at every step.
+	items, vdiff := d.order[:0], uint64(0)
+	for _, i := range ups {
+		items = append(items, keyItem{e.recs.At(i).seq, i})
+		vdiff |= items[len(items)-1].v ^ items[0].v
+	}
+	items, d.spare = radixSort(items, d.spare, vdiff)
+	for k, it := range items {
+		ups[k] = it.i
+	}
+	d.order = items[:0]
 	b := append(d.buf[:0], 1)
 	b = binary.BigEndian.AppendUint64(b, e.height)
 	b = e.appendSchedulerEntry(b)
