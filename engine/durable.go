@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/internal/vfs"
 	"github.com/timerlane/timerlane/wal"
 )
@@ -47,9 +48,9 @@ type durable struct {
 	rec     uint64 // records in the log: the log's height
 	every   uint64 // records between snapshots
 	journal []TimerID
-	sorted  []TimerID // logBlock's scratch: the journal in order
-	order   []keyItem // logBlock's sort items, and radixSort's scratch
-	spare   []keyItem
+	sorted  []TimerID    // logBlock's scratch: the journal in order
+	order   []radix.Item // logBlock's sort items, and radixSort's scratch
+	spare   []radix.Item
 	fair    []byte // the block's fairness entries (appendFairEntry)
 	ups     []uint32
 	dels    []uint32
@@ -167,22 +168,22 @@ func (d *durable) journalTouch(id *TimerID) { d.journal = append(d.journal, *id)
 func (d *durable) sortJournal() {
 	items := d.order[:0]
 	for k := range d.journal {
-		items = append(items, keyItem{binary.BigEndian.Uint64(d.journal[k][:8]), uint32(k)})
+		items = append(items, radix.Item{Key: binary.BigEndian.Uint64(d.journal[k][:8]), Pos: uint32(k)})
 	}
-	items, d.spare = radixSort(items, d.spare, ^uint64(0))
+	items, d.spare = radix.Sort(items, d.spare, ^uint64(0))
 	ids := d.sorted[:0]
 	for i := 0; i < len(items); {
 		j := i + 1
-		for j < len(items) && items[j].v == items[i].v {
+		for j < len(items) && items[j].Key == items[i].Key {
 			j++
 		}
 		run := items[i:j]
 		if len(run) > 1 {
-			slices.SortFunc(run, func(a, b keyItem) int { return bytes.Compare(d.journal[a.i][:], d.journal[b.i][:]) })
+			slices.SortFunc(run, func(a, b radix.Item) int { return bytes.Compare(d.journal[a.Pos][:], d.journal[b.Pos][:]) })
 		}
 		for _, it := range run {
-			if n := len(ids); n == 0 || ids[n-1] != d.journal[it.i] {
-				ids = append(ids, d.journal[it.i])
+			if n := len(ids); n == 0 || ids[n-1] != d.journal[it.Pos] {
+				ids = append(ids, d.journal[it.Pos])
 			}
 		}
 		i = j
@@ -207,12 +208,12 @@ func (e *Engine) logBlock() error {
 	// would read two records at every step.
 	items, vdiff := d.order[:0], uint64(0)
 	for _, i := range ups {
-		items = append(items, keyItem{e.recs.At(i).seq, i})
-		vdiff |= items[len(items)-1].v ^ items[0].v
+		items = append(items, radix.Item{Key: e.recs.At(i).seq, Pos: i})
+		vdiff |= items[len(items)-1].Key ^ items[0].Key
 	}
-	items, d.spare = radixSort(items, d.spare, vdiff)
+	items, d.spare = radix.Sort(items, d.spare, vdiff)
 	for k, it := range items {
-		ups[k] = it.i
+		ups[k] = it.Pos
 	}
 	d.order = items[:0]
 	b := append(d.buf[:0], 1)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"math/big"
 	"slices"
 	"testing"
@@ -196,29 +195,5 @@ func newRand(seed uint64) func() uint64 {
 		s ^= s >> 7
 		s ^= s << 17
 		return s
-	}
-}
-
-// TestRadixSort: sorted by v, equal v in input order, whether vdiff is
-// exact or all ones, and nothing lost.
-func TestRadixSort(t *testing.T) {
-	r := newRand(3)
-	var spare []keyItem
-	for _, n := range []int{0, 1, 2, 255, 256, 1000} {
-		for _, mask := range []uint64{0, 0xff, 0xff00ff, ^uint64(0)} {
-			a := make([]keyItem, n)
-			var vdiff uint64
-			for i := range a {
-				a[i] = keyItem{r() & mask, uint32(i)}
-				vdiff |= a[i].v ^ a[0].v
-			}
-			want := slices.Clone(a)
-			slices.SortStableFunc(want, func(x, y keyItem) int { return cmp.Compare(x.v, y.v) })
-			for _, d := range []uint64{vdiff, ^uint64(0)} {
-				var got []keyItem
-				got, spare = radixSort(slices.Clone(a), spare, d)
-				require.Equal(t, want, got, "n=%d mask=%#x vdiff=%#x", n, mask, d)
-			}
-		}
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"math/bits"
 	"slices"
+
+	"github.com/timerlane/timerlane/internal/radix"
 )
 
 // sortKey is a candidate's place in the lane's order (CIP-1 §3 step 7):
@@ -31,15 +33,8 @@ func (a *sortKey) before(b *sortKey, tie func(a, b uint32) bool) bool {
 
 // keySorter sorts a block's keys; it keeps its buffers between blocks.
 type keySorter struct {
-	a, b  []keyItem
+	a, b  []radix.Item
 	spare []sortKey
-}
-
-// keyItem is what radixSort orders: a 64-bit key (a sortKey's window, a
-// timer id's first 8 bytes) and a position in the input.
-type keyItem struct {
-	v uint64
-	i uint32
 }
 
 // sort returns x sorted by before, in a buffer of the sorter's; x's
@@ -74,17 +69,17 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []sortKey {
 		if word < 3 && shift > 0 {
 			v |= x[i].w[word+1] >> (64 - shift)
 		}
-		a = append(a, keyItem{v, uint32(i)})
-		vdiff |= v ^ a[0].v
+		a = append(a, radix.Item{Key: v, Pos: uint32(i)})
+		vdiff |= v ^ a[0].Key
 	}
-	a, b := radixSort(a, s.b, vdiff)
+	a, b := radix.Sort(a, s.b, vdiff)
 	out := s.spare[:0]
 	for _, it := range a {
-		out = append(out, x[it.i])
+		out = append(out, x[it.Pos])
 	}
 	for i := 0; i < len(a); {
 		j := i + 1
-		for j < len(a) && a[j].v == a[i].v {
+		for j < len(a) && a[j].Key == a[i].Key {
 			j++
 		}
 		if j-i > 1 {
@@ -94,36 +89,6 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []sortKey {
 	}
 	s.a, s.b, s.spare = a[:0], b[:0], x[:0]
 	return out
-}
-
-// radixSort sorts items by v, keeping the order of equal ones, with
-// spare (any length) as scratch, and returns the sorted items and the
-// other buffer. It is a least significant digit first radix sort, one
-// linear pass per byte of v that is not 0 in vdiff: the bits in which
-// some item's v differs from another's (all ones when unknown).
-func radixSort(a, spare []keyItem, vdiff uint64) (sorted, rest []keyItem) {
-	b := append(spare[:0], a...)
-	var at [256]int
-	for d := uint(0); d < 64; d += 8 {
-		if byte(vdiff>>d) == 0 {
-			continue
-		}
-		clear(at[:])
-		for i := range a {
-			at[byte(a[i].v>>d)]++
-		}
-		sum := 0
-		for n, c := range at {
-			at[n], sum = sum, sum+c
-		}
-		for i := range a {
-			n := byte(a[i].v >> d)
-			b[at[n]] = a[i]
-			at[n]++
-		}
-		a, b = b, a
-	}
-	return a, b
 }
 
 // orderKeys sorts x by before: by insertion when short, as runs of equal

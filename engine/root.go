@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/sha3"
 
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/merkle"
 	"github.com/timerlane/timerlane/ring"
 )
@@ -38,9 +39,9 @@ var keyScheduler = keccak([]byte("timerlane/scheduler"))
 // stateRoot keeps the tree and what the open block changed.
 type stateRoot struct {
 	tree  *merkle.Tree
-	dirty []TimerID // timers added, removed or changed since the last flush
-	order []keyItem // flushRoot's order of dirty, and its scratch
-	spare []keyItem
+	dirty []TimerID    // timers added, removed or changed since the last flush
+	order []radix.Item // flushRoot's order of dirty, and its scratch
+	spare []radix.Item
 	buf   []byte
 	h     hash.Hash
 	sum   [32]byte
@@ -135,12 +136,12 @@ func (e *Engine) flushRoot() {
 	// timer changed twice mostly comes up twice in a row (then once is enough).
 	order := s.order[:0]
 	for k := range s.dirty {
-		order = append(order, keyItem{binary.BigEndian.Uint64(s.dirty[k][:8]), uint32(k)})
+		order = append(order, radix.Item{Key: binary.BigEndian.Uint64(s.dirty[k][:8]), Pos: uint32(k)})
 	}
-	order, s.spare = radixSort(order, s.spare, ^uint64(0))
+	order, s.spare = radix.Sort(order, s.spare, ^uint64(0))
 	for k, it := range order {
-		id := &s.dirty[it.i]
-		if k > 0 && *id == s.dirty[order[k-1].i] {
+		id := &s.dirty[it.Pos]
+		if k > 0 && *id == s.dirty[order[k-1].Pos] {
 			continue
 		}
 		if i, ok := e.ids.get(id); ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/timerlane/timerlane/internal/bytepool"
+	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/merkle"
 )
 
@@ -114,18 +115,18 @@ func (e *Engine) pendingBySeq() []uint32 {
 	// Sorted as (seq, record) pairs, by radixSort: comparisons that read
 	// the records would miss the cache at every step, and a million
 	// sequences differ in their low three bytes only.
-	pairs := make([]keyItem, 0, e.pending)
+	pairs := make([]radix.Item, 0, e.pending)
 	var vdiff uint64
 	for _, s := range e.ids.slots {
 		if s != 0 {
-			pairs = append(pairs, keyItem{e.recs.At(uint32(s)).seq, uint32(s)})
-			vdiff |= pairs[len(pairs)-1].v ^ pairs[0].v
+			pairs = append(pairs, radix.Item{Key: e.recs.At(uint32(s)).seq, Pos: uint32(s)})
+			vdiff |= pairs[len(pairs)-1].Key ^ pairs[0].Key
 		}
 	}
-	pairs, _ = radixSort(pairs, nil, vdiff)
+	pairs, _ = radix.Sort(pairs, nil, vdiff)
 	out := make([]uint32, len(pairs))
 	for k, p := range pairs {
-		out[k] = p.i
+		out[k] = p.Pos
 	}
 	return out
 }

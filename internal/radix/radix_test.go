@@ -1,0 +1,42 @@
+package radix
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// newRand is a small deterministic generator (xorshift).
+func newRand(seed uint64) func() uint64 {
+	s := seed*0x9e3779b97f4a7c15 + 1
+	return func() uint64 {
+		s ^= s << 13
+		s ^= s >> 7
+		s ^= s << 17
+		return s
+	}
+}
+
+// TestSort: sorted by key, equal keys in input order, whether vdiff is
+// exact or all ones, and nothing lost.
+func TestSort(t *testing.T) {
+	r := newRand(3)
+	var spare []Item
+	for _, n := range []int{0, 1, 2, 255, 256, 1000} {
+		for _, mask := range []uint64{0, 0xff, 0xff00ff, ^uint64(0)} {
+			a := make([]Item, n)
+			for i := range a {
+				a[i] = Item{r() & mask, uint32(i)}
+			}
+			want := slices.Clone(a)
+			slices.SortStableFunc(want, func(x, y Item) int { return cmp.Compare(x.Key, y.Key) })
+			for _, d := range []uint64{Diff(a), ^uint64(0)} {
+				var got []Item
+				got, spare = Sort(slices.Clone(a), spare, d)
+				require.Equal(t, want, got, "n=%d mask=%#x vdiff=%#x", n, mask, d)
+			}
+		}
+	}
+}
