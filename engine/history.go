@@ -321,8 +321,10 @@ func (e *Engine) requeue() {
 	q.Advance(e.height)
 	e.q = q
 	e.lane.deferred, e.lane.reasons = e.lane.deferred[:0], e.lane.reasons[:0]
+	q.Bulk()
 	for _, i := range pending {
 		e.recs.At(i).lpos = 0
 		e.place(i)
 	}
+	q.Flush()
 }

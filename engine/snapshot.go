@@ -245,6 +245,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	}
 	lastSeq := uint64(0)
 	s.at = "timer"
+	e.q.Bulk()
 	for k := uint64(0); k < count && s.err == nil; k++ {
 		s.item = int64(k)
 		var id TimerID
@@ -270,6 +271,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 		}
 		lastSeq = t.seq
 	}
+	e.q.Flush()
 	s.item = -1
 	if s.err == nil && lastSeq >= e.seq {
 		s.at = "timers"

@@ -35,6 +35,10 @@ func New() *Tree {
 // Insert adds e; (Height, Seq) must be unique.
 func (t *Tree) Insert(e ring.Entry) { t.t.SetHint(e, &t.hint) }
 
+// Load adds e, like Insert; when e comes after every entry, as in a bulk
+// load in (height, seq) order, it appends without a search.
+func (t *Tree) Load(e ring.Entry) { t.t.Load(e) }
+
 // Delete removes the entry with (height, seq) and reports whether it was there.
 func (t *Tree) Delete(height, seq uint64) bool {
 	_, ok := t.t.Delete(ring.Entry{Height: height, Seq: seq})

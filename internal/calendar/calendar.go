@@ -61,6 +61,7 @@ import (
 	"math"
 
 	"github.com/timerlane/timerlane/epoch"
+	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/overflow"
 	"github.com/timerlane/timerlane/ring"
 )
@@ -131,6 +132,9 @@ type Queue struct {
 	ostEnd  uint64                  // last height of epoch w+k+C+1
 	ostLeft int                     // timers of that epoch still in the tree
 	countFn func(x ring.Entry) bool // counts the tree's first epoch into ostLeft, without allocating
+
+	inBulk bool         // between Bulk and Flush
+	bulk   []ring.Entry // the bulk load's timers for the tree, not in it yet
 }
 
 // New returns an empty queue at height 0. When a timer moves down a tier
@@ -197,7 +201,7 @@ func (q *Queue) Len() int {
 // TierLens reports how many timers each tier holds; staged timers count as
 // the tier TierOf names.
 func (q *Queue) TierLens() (ringLen, epochLen, overflowLen int) {
-	return q.ring.Len(), q.epochs.Len() + q.stage.Len(), q.overflow.Len() + q.ostage.Len()
+	return q.ring.Len(), q.epochs.Len() + q.stage.Len(), q.overflow.Len() + len(q.bulk) + q.ostage.Len()
 }
 
 func (q *Queue) addEpochs(e, n uint64) uint64 {
@@ -267,8 +271,47 @@ func (q *Queue) Insert(e ring.Entry) ring.Pos {
 	if h <= q.ostEnd {
 		q.ostLeft++
 	}
+	if q.inBulk {
+		q.bulk = append(q.bulk, e)
+		return 0
+	}
 	q.overflow.Insert(e)
 	return 0
+}
+
+// Bulk starts a bulk load, as a restore makes: until Flush, the inserts
+// that go to the overflow tier wait in a list, and Flush adds them to the
+// B-tree in (height, seq) order, so that each appends to it instead of
+// searching it. Between Bulk and Flush, only Insert may be called.
+func (q *Queue) Bulk() { q.inBulk = true }
+
+// Flush ends a bulk load (see Bulk).
+func (q *Queue) Flush() {
+	q.inBulk = false
+	if len(q.bulk) == 0 {
+		return
+	}
+	// By seq, then stably by height: (height, seq) order.
+	items := make([]radix.Item, len(q.bulk))
+	for i, e := range q.bulk {
+		items[i] = radix.Item{Key: e.Seq, Pos: uint32(i)}
+	}
+	items, spare := radix.Sort(items, nil, radix.Diff(items))
+	for i := range items {
+		items[i].Key = q.bulk[items[i].Pos].Height
+	}
+	items, _ = radix.Sort(items, spare, radix.Diff(items))
+	for _, it := range items {
+		q.overflow.Load(q.bulk[it.Pos])
+	}
+	q.bulk = nil
+}
+
+// noBulk panics inside a bulk load, where the tree lacks its timers.
+func (q *Queue) noBulk() {
+	if q.inBulk {
+		panic("calendar: a bulk load is not flushed")
+	}
 }
 
 // inOstage reports whether the overflow-tier timer (h, seq) is in the
@@ -283,6 +326,7 @@ func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
 // Remove takes the resident timer (height, seq), last reported at p, out
 // of its tier.
 func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
+	q.noBulk()
 	if height > q.epochEnd && !q.inOstage(height, seq) {
 		if !q.overflow.Delete(height, seq) {
 			panic(fmt.Sprintf("calendar: (%d, %d) not in overflow", height, seq))
@@ -323,6 +367,7 @@ func (q *Queue) report(e ring.Entry, p ring.Pos) {
 // holds). When a new epoch begins, the epochs that come into range move down
 // a tier; in every block, a share of the next ones moves to the stages.
 func (q *Queue) Advance(h uint64) {
+	q.noBulk()
 	if h < q.cur {
 		panic(fmt.Sprintf("calendar: advance from %d back to %d", q.cur, h))
 	}
@@ -445,11 +490,15 @@ func (q *Queue) stageShare() {
 // Take detaches the ring bucket of the current height: every timer due now,
 // in insertion order. Drain the iterator fully: it gives the bucket's
 // chunks back to the arena as it goes.
-func (q *Queue) Take() ring.Iter { return q.ring.Take(q.cur) }
+func (q *Queue) Take() ring.Iter {
+	q.noBulk()
+	return q.ring.Take(q.cur)
+}
 
 // NextAfter returns the height of the next due timer after Height(), the
 // same under every layout; ok is false when nothing is due after it.
 func (q *Queue) NextAfter() (h uint64, ok bool) {
+	q.noBulk()
 	rl, el := q.ringLast(q.w), q.epochLast(q.w)
 	if end := q.lastHeight(rl); q.cur < end {
 		if h, ok := q.ring.NextOccupied(q.cur+1, end); ok {
@@ -499,5 +548,6 @@ func minHeight(c *ring.Chunks, b *ring.Bucket) uint64 {
 // timers come in insertion order. It is for tests and diagnostics, not the
 // hot path.
 func (q *Queue) Walk(f func(e ring.Entry, t Tier)) {
+	q.noBulk()
 	q.walk(func(e ring.Entry, t Tier, _ ring.Pos, _ place) { f(e, t) })
 }

@@ -129,6 +129,25 @@ func TestRandomDifferential(t *testing.T) {
 	}
 }
 
+// TestBulkLoad: a queue loaded in bulk (a restore, a rollback's rebuild),
+// whose far timers enter the tree in one sorted pass at Flush, then runs
+// random programs against the model like one filled insert by insert.
+func TestBulkLoad(t *testing.T) {
+	for _, l := range layouts {
+		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
+			for s := range 6 {
+				p := calendartest.Program{Seed: uint64(s), Ops: 600, Bulk: 2000, Scale: calendartest.Horizon(l), Limit: math.MaxUint64 - 1<<20}
+				if s%2 == 1 {
+					p.Base = 1<<33 + uint64(s)
+				}
+				if _, err := p.Run(l); err != nil {
+					t.Fatalf("seed %d: %v", s, err)
+				}
+			}
+		})
+	}
+}
+
 // TestLayoutsAgree runs the same programs under every layout: the tier
 // layout must change nothing that is delivered, nor when.
 func TestLayoutsAgree(t *testing.T) {

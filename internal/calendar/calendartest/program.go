@@ -18,6 +18,7 @@ type Program struct {
 	Scale uint64 // heights are drawn relative to this (a layout's Horizon)
 	Base  uint64 // the queue starts here
 	Limit uint64 // the current height never goes beyond this
+	Bulk  int    // inserts made first, in one bulk load (Queue.Bulk, Flush)
 }
 
 func (p Program) Run(l calendar.Layout) ([]string, error) {
@@ -41,6 +42,41 @@ func (p Program) RunWith(l calendar.Layout, rng *rand.Rand) ([]string, error) {
 		}
 		return a + b
 	}
+	height := func(cur uint64) uint64 {
+		switch c := rng.IntN(100); {
+		case c < 25:
+			return add(cur, 1+rng.Uint64N(4))
+		case c < 45:
+			return add(cur, 1+rng.Uint64N(p.Scale/2+1))
+		case c < 65:
+			return add(cur, 1+rng.Uint64N(p.Scale))
+		case c < 80:
+			return add(cur, 1+rng.Uint64N(3*p.Scale))
+		case c < 88:
+			if res := h.Resident(); len(res) > 0 {
+				return h.Height[res[rng.IntN(len(res))]]
+			}
+			return add(cur, 1)
+		case c < 94:
+			return add(cur, 1+rng.Uint64N(1<<40))
+		default:
+			return math.MaxUint64 - rng.Uint64N(8)
+		}
+	}
+	if p.Bulk > 0 {
+		h.Q.Bulk()
+		for range p.Bulk {
+			if ht := height(h.Cur()); ht > h.Cur() {
+				if err := h.Insert(ht); err != nil {
+					return h.Log, fmt.Errorf("bulk: %v", err)
+				}
+			}
+		}
+		h.Q.Flush()
+		if err := h.Check(); err != nil {
+			return h.Log, fmt.Errorf("after the bulk load: %v", err)
+		}
+	}
 	for step := 0; step < p.Ops; step++ {
 		cur := h.Cur()
 		if cur == math.MaxUint64 {
@@ -49,28 +85,7 @@ func (p Program) RunWith(l calendar.Layout, rng *rand.Rand) ([]string, error) {
 		var err error
 		switch r := rng.IntN(100); {
 		case r < 45:
-			var ht uint64
-			switch c := rng.IntN(100); {
-			case c < 25:
-				ht = add(cur, 1+rng.Uint64N(4))
-			case c < 45:
-				ht = add(cur, 1+rng.Uint64N(p.Scale/2+1))
-			case c < 65:
-				ht = add(cur, 1+rng.Uint64N(p.Scale))
-			case c < 80:
-				ht = add(cur, 1+rng.Uint64N(3*p.Scale))
-			case c < 88:
-				if res := h.Resident(); len(res) > 0 {
-					ht = h.Height[res[rng.IntN(len(res))]]
-				} else {
-					ht = add(cur, 1)
-				}
-			case c < 94:
-				ht = add(cur, 1+rng.Uint64N(1<<40))
-			default:
-				ht = math.MaxUint64 - rng.Uint64N(8)
-			}
-			if ht > cur {
+			if ht := height(cur); ht > cur {
 				err = h.Insert(ht)
 			}
 		case r < 55:
