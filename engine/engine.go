@@ -61,6 +61,7 @@ type Engine struct {
 	undo     []undo
 	due      []uint32
 	tags     []uint64 // id hashes of the due timers, for take
+	bulk     []uint32 // a restore's records, not in the id index yet (nil: not restoring)
 	del      Delivery
 	lastFire FireResult
 	obs      Observer
@@ -376,7 +377,11 @@ func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, bod
 	}
 	r.actor = e.actors.ref(actorIdx, actor)
 	e.actors.recs[r.actor].pending++
-	e.ids.putAt(at, id, i)
+	if e.bulk != nil {
+		e.bulk = append(e.bulk, i)
+	} else {
+		e.ids.putAt(at, id, i)
+	}
 	e.pending++
 	e.touch(id)
 	return i

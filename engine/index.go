@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/timerlane/timerlane/internal/radix"
 )
 
 // idIndex maps the id of every pending timer to its record: open addressing
@@ -125,6 +127,32 @@ func (x *idIndex) delAt(s slot) {
 		}
 	}
 	x.slots[p] = 0
+}
+
+// putAll adds the ids of records recs, none of them present, in the order
+// of their home slots: a restore's million inserts then walk the table
+// in sequence instead of missing the cache at each. It returns an id
+// found twice, if any (its second record is then not added).
+func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
+	x.reserve(x.n + len(recs))
+	items := make([]radix.Item, len(recs))
+	for k, i := range recs {
+		t := x.tag(x.idOf(i))
+		items[k] = radix.Item{Key: (t&x.mask)<<32 | t, Pos: i}
+	}
+	items, _ = radix.Sort(items, nil, radix.Diff(items))
+	for _, it := range items {
+		t, i := it.Key&(1<<32-1), it.Pos
+		p := t & x.mask
+		for ; x.slots[p] != 0; p = (p + 1) & x.mask {
+			if s := x.slots[p]; s>>32 == t && *x.idOf(uint32(s)) == *x.idOf(i) {
+				return x.idOf(i)
+			}
+		}
+		x.slots[p] = t<<32 | uint64(i)
+		x.n++
+	}
+	return nil
 }
 
 func (x *idIndex) grow() {

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPutAll: a bulk insert leaves the index as inserts one by one would
+// (every id found at its record, the count right, lookups of absent ids
+// failing), also into a table that already holds ids, and reports an id
+// that comes twice.
+func TestPutAll(t *testing.T) {
+	for _, tc := range []struct{ before, bulk int }{{0, 0}, {0, 1}, {0, 5000}, {300, 5000}, {4000, 10}} {
+		ids := make([]TimerID, 1+tc.before+tc.bulk) // record 0 is never used
+		r := rand.New(rand.NewPCG(uint64(tc.before), uint64(tc.bulk)))
+		for i := 1; i < len(ids); i++ {
+			for j := range ids[i] {
+				ids[i][j] = byte(r.Uint32())
+			}
+		}
+		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+		for i := 1; i <= tc.before; i++ {
+			x.put(&ids[i], uint32(i))
+		}
+		var recs []uint32
+		for i := tc.before + 1; i < len(ids); i++ {
+			recs = append(recs, uint32(i))
+		}
+		if dup := x.putAll(recs); dup != nil {
+			t.Fatalf("%+v: duplicate %x reported", tc, dup[:4])
+		}
+		if x.n != len(ids)-1 {
+			t.Fatalf("%+v: %d ids, want %d", tc, x.n, len(ids)-1)
+		}
+		for i := 1; i < len(ids); i++ {
+			if got, ok := x.get(&ids[i]); !ok || got != uint32(i) {
+				t.Fatalf("%+v: id of record %d found at %d, %v", tc, i, got, ok)
+			}
+		}
+		var absent TimerID
+		absent[0] = 1
+		if _, ok := x.get(&absent); ok {
+			t.Fatalf("%+v: an absent id is found", tc)
+		}
+		// The index still deletes and inserts as before.
+		for i := 1; i < len(ids); i += 2 {
+			x.del(&ids[i])
+		}
+		for i := 1; i < len(ids); i++ {
+			if _, ok := x.get(&ids[i]); ok != (i%2 == 0) {
+				t.Fatalf("%+v: after deletes, record %d found: %v", tc, i, ok)
+			}
+		}
+	}
+	// A duplicate, in the bulk or against an id already in.
+	ids := []TimerID{{}, {1}, {2}, {1}}
+	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+	if dup := x.putAll([]uint32{1, 2, 3}); dup == nil || *dup != ids[1] {
+		t.Fatalf("duplicate in the bulk: got %v", dup)
+	}
+	x = newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+	x.put(&ids[1], 1)
+	if dup := x.putAll([]uint32{2, 3}); dup == nil || *dup != ids[1] {
+		t.Fatalf("duplicate of an id already in: got %v", dup)
+	}
+}
