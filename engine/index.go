@@ -131,8 +131,8 @@ func (x *idIndex) delAt(s slot) {
 
 // putAll adds the ids of records recs, none of them present, in the order
 // of their home slots: a restore's million inserts then walk the table
-// in sequence instead of missing the cache at each. It returns an id
-// found twice, if any (its second record is then not added).
+// in sequence instead of missing the cache at each. It stops at an id
+// that comes twice, or is already in, and returns it.
 func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
 	x.reserve(x.n + len(recs))
 	items := make([]radix.Item, len(recs))

@@ -112,18 +112,16 @@ func (e *Engine) appendTimerEntry(b []byte, i uint32) []byte {
 // pendingBySeq lists the pending timers' records in insertion order, from
 // the id index (the queue may be stale: a rollback rebuilds it from this).
 func (e *Engine) pendingBySeq() []uint32 {
-	// Sorted as (seq, record) pairs, by radixSort: comparisons that read
+	// Sorted as (seq, record) items by a radix sort: comparisons that read
 	// the records would miss the cache at every step, and a million
 	// sequences differ in their low three bytes only.
 	pairs := make([]radix.Item, 0, e.pending)
-	var vdiff uint64
 	for _, s := range e.ids.slots {
 		if s != 0 {
 			pairs = append(pairs, radix.Item{Key: e.recs.At(uint32(s)).seq, Pos: uint32(s)})
-			vdiff |= pairs[len(pairs)-1].Key ^ pairs[0].Key
 		}
 	}
-	pairs, _ = radix.Sort(pairs, nil, vdiff)
+	pairs, _ = radix.Sort(pairs, nil, radix.Diff(pairs))
 	out := make([]uint32, len(pairs))
 	for k, p := range pairs {
 		out[k] = p.Pos
