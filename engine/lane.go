@@ -512,7 +512,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	var budget uint64
 	sel := s.sel[:0]
 	s.cands = cands // for s.tie
-	useHeap := p.LaneTimerCycles/minGas < uint64(len(keys)/4)
+	useHeap := minGas > 0 && p.LaneTimerCycles/minGas < uint64(len(keys)/4)
 	if useHeap {
 		heapKeys(keys, s.tie)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -293,6 +294,36 @@ func TestLaneFullGreedy(t *testing.T) {
 	res, lines = l.block(3, actorA, nil)
 	require.Equal(t, 2, res.Fired, "the deferred run next: %v", lines)
 	require.Equal(t, 0, l.e.Pending())
+}
+
+// TestLaneZeroGasLimit: a timer stating gas_limit 0 (docs/SPEC.md §12.1)
+// takes no lane cycles and costs nothing, and fires with a cycles limit
+// of 0, whatever else is due: with a backlog far larger than the lane,
+// where the selection walks a heap, it once divided by that 0.
+func TestLaneZeroGasLimit(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.Lane.LaneTimerCycles = 1_000
+		c.Lane.MaxCyclesPerFireAuction = 1_000
+	})
+	l.fund(actorA, "1000000000")
+	l.block(1, actorA, func(tx engine.Tx) {
+		for k := range 40 { // 40 × 500 cycles: 2 fit a block
+			l.schedule(tx, 2, fmt.Sprint("big", k), engine.Fees{Set: engine.HasGasLimit, GasLimit: 500})
+		}
+		l.schedule(tx, 2, "free", engine.Fees{Set: engine.HasGasLimit, GasLimit: 0})
+	})
+	res, lines := l.block(2, actorA, nil)
+	require.Equal(t, 3, res.Fired, "%v", lines)
+	require.Equal(t, 38, res.Deferred)
+	require.Equal(t, uint64(1_000), res.Lane.LaneCycles)
+	var free []string
+	for _, s := range lines {
+		if strings.Contains(s, " gas=0 ") {
+			free = append(free, s)
+		}
+	}
+	require.Len(t, free, 1, "%v", lines)
+	require.Contains(t, free[0], " charged=0 ")
 }
 
 func TestLaneExpiryAndGCBudget(t *testing.T) {
