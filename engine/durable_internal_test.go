@@ -21,13 +21,23 @@ var quietLog = wal.Options{SegmentSize: 4096, Logf: func(string, ...any) {}}
 
 // TestDurableReopen: an engine on a log, closed and reopened (from
 // snapshots and records, under another layout), has the state and root of
-// an in-memory engine that ran the same blocks, and stays in step with it.
+// an in-memory engine that ran the same blocks, and stays in step with it;
+// with the state root off too, whose records must still say what fired.
 func TestDurableReopen(t *testing.T) {
-	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+	for _, tc := range []struct {
+		policy Policy
+		root   bool
+	}{{PolicyFIFO, true}, {PolicyLane, true}, {PolicyFIFO, false}, {PolicyLane, false}} {
+		policy := tc.policy
+		config := func(layout [3]uint64) Config {
+			cfg := durableConfig(policy, layout)
+			cfg.StateRoot = tc.root
+			return cfg
+		}
 		fs := vfs.NewMem()
-		d, err := openFS(fs, "db", durableConfig(policy, [3]uint64{4096, 1024, 64}), quietLog)
+		d, err := openFS(fs, "db", config([3]uint64{4096, 1024, 64}), quietLog)
 		require.NoError(t, err)
-		ref, err := New(durableConfig(policy, [3]uint64{16, 8, 3}))
+		ref, err := New(config([3]uint64{16, 8, 3}))
 		require.NoError(t, err)
 		for _, a := range []Address{{1}, {2}, {3}} {
 			require.NoError(t, d.Ledger().Credit(a, Amount{Lo: 1 << 50}))
@@ -52,8 +62,8 @@ func TestDurableReopen(t *testing.T) {
 			require.Equal(t, ref.Root(), d.Root())
 			ledger := d.Ledger()
 			require.NoError(t, d.Close())
-			d, err = openFS(fs, "db", durableConfig(policy, [3]uint64{2, 1, 1}), quietLog)
-			require.NoError(t, err, "%v round %d", policy, round)
+			d, err = openFS(fs, "db", config([3]uint64{2, 1, 1}), quietLog)
+			require.NoError(t, err, "%v root %v round %d", policy, tc.root, round)
 			d.SetLedger(ledger) // the node's accounts, not the engine's state
 			if round%2 == 1 {
 				// SkipEmpty writes nothing: the reopened engine is at the
@@ -64,7 +74,8 @@ func TestDurableReopen(t *testing.T) {
 			require.Equal(t, ref.Height(), d.Height(), "%v round %d", policy, round)
 			require.Equal(t, ref.Root(), d.Root(), "%v round %d", policy, round)
 			require.NoError(t, d.CheckRoot(), "the tree loaded from a snapshot's image is the state's")
-			require.ElementsMatch(t, ref.Leaves(), d.Leaves())
+			require.ElementsMatch(t, ref.Leaves(), d.Leaves(), "%v root %v round %d", policy, tc.root, round)
+			require.Equal(t, ref.Pending(), d.Pending(), "%v root %v round %d", policy, tc.root, round)
 			if round > 0 {
 				require.NotZero(t, d.dur.log.SnapshotHeight(), "recovery started from a snapshot")
 			}

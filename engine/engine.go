@@ -221,11 +221,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
 		order = append(order, uint32(t.Val))
 	}
-	if e.root != nil {
-		for _, i := range order {
-			e.touch(&e.recs.At(i).id)
-		}
-	}
+	e.touchAll(order)
 	e.take(order)
 	for _, i := range order {
 		e.fire(x, i, e.cfg.CyclesPerFire, nil)

@@ -582,9 +582,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		taken = append(taken, cands[k].rec)
 	}
 	e.unlist(taken)
-	for _, i := range taken {
-		e.touch(&e.recs.At(i).id)
-	}
+	e.touchAll(taken)
 	e.take(taken)
 	s.taken = taken[:0]
 	fired := s.fired[:0]
