@@ -164,15 +164,7 @@ func TestHeapKeys(t *testing.T) {
 			}
 			tie := func(a, b uint32) bool { return ids[a] < ids[b] || ids[a] == ids[b] && a < b }
 			want := slices.Clone(x)
-			slices.SortFunc(want, func(a, b sortKey) int {
-				switch {
-				case a.before(&b, tie):
-					return -1
-				case b.before(&a, tie):
-					return 1
-				}
-				return 0
-			})
+			slices.SortFunc(want, func(a, b sortKey) int { return a.compare(&b, tie) })
 			sorted := slices.Clone(sorter.sort(slices.Clone(x), tie))
 			require.Equal(t, want, sorted, "sort: n=%d seed=%d", n, seed)
 			heapKeys(x, tie)

@@ -63,6 +63,23 @@ func (c *chain) resume(s chainStep) {
 	c.e.SetLedger(s.ledger.Clone())
 }
 
+// fromScratch runs the chain's canonical steps on a new engine, without
+// rollback, requiring each to reach the same height and root, and returns
+// that engine.
+func (c *chain) fromScratch(policy Policy) *Engine {
+	ref, err := New(rollbackConfig(policy, [3]uint64{16, 8, 3}, 0))
+	require.NoError(c.t, err)
+	rc := newChain(c.t, ref, policy, 0)
+	for _, s := range c.steps {
+		rc.resume(s)
+		rc.step()
+		got := rc.steps[len(rc.steps)-1]
+		require.Equal(c.t, s.height, got.height)
+		require.Equal(c.t, s.root, got.root, "%v: the final chain from scratch, height %d", policy, s.height)
+	}
+	return ref
+}
+
 func rollbackConfig(policy Policy, layout [3]uint64, depth uint64) Config {
 	cfg := snapConfig(policy, layout)
 	cfg.RollbackDepth = depth
@@ -155,17 +172,7 @@ func TestRollback(t *testing.T) {
 			}
 			require.Greater(t, rollbacks, 10, "%v %v", policy, layout)
 			require.Positive(t, tooDeep, "%v %v: rollbacks beyond the depth were tried", policy, layout)
-			// The final chain, run from scratch.
-			ref, err := New(rollbackConfig(policy, [3]uint64{16, 8, 3}, 0))
-			require.NoError(t, err)
-			rc := newChain(t, ref, policy, 0)
-			for _, s := range c.steps {
-				rc.resume(s)
-				rc.step()
-				got := rc.steps[len(rc.steps)-1]
-				require.Equal(t, s.height, got.height)
-				require.Equal(t, s.root, got.root, "%v %v: the final chain from scratch, height %d", policy, layout, s.height)
-			}
+			ref := c.fromScratch(policy)
 			require.ElementsMatch(t, ref.Leaves(), e.Leaves())
 			require.Equal(t, ref.Pending(), e.Pending())
 		}
@@ -310,13 +317,6 @@ func TestDurableRollback(t *testing.T) {
 			c.src.Seed(uint64(round), 99)
 		}
 		require.NoError(t, d.Close())
-		ref, err := New(rollbackConfig(policy, [3]uint64{16, 8, 3}, 0))
-		require.NoError(t, err)
-		rc := newChain(t, ref, policy, 0)
-		for _, s := range c.steps {
-			rc.resume(s)
-			rc.step()
-			require.Equal(t, s.root, rc.steps[len(rc.steps)-1].root, "%v: the final chain from scratch, height %d", policy, s.height)
-		}
+		c.fromScratch(policy)
 	}
 }

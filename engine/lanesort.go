@@ -31,6 +31,17 @@ func (a *sortKey) before(b *sortKey, tie func(a, b uint32) bool) bool {
 	return tie(a.k, b.k)
 }
 
+// compare is -1, 0 or +1 as a sorts before, with or after b.
+func (a *sortKey) compare(b *sortKey, tie func(a, b uint32) bool) int {
+	switch {
+	case a.before(b, tie):
+		return -1
+	case b.before(a, tie):
+		return 1
+	}
+	return 0
+}
+
 // keySorter sorts a block's keys; it keeps its buffers between blocks.
 type keySorter struct {
 	a, b  []radix.Item
@@ -98,15 +109,7 @@ func orderKeys(x []sortKey, tie func(a, b uint32) bool) {
 		insertKeys(x, tie)
 		return
 	}
-	slices.SortFunc(x, func(a, b sortKey) int {
-		switch {
-		case a.before(&b, tie):
-			return -1
-		case b.before(&a, tie):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(x, func(a, b sortKey) int { return a.compare(&b, tie) })
 }
 
 // insertKeys sorts a short x by before.

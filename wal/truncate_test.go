@@ -281,6 +281,31 @@ type truncScenario struct {
 	rollbackable bool
 }
 
+// options are the scenario's log options, with quiet logging.
+func (sc truncScenario) options() Options {
+	opts := sc.opts
+	opts.Logf = quiet
+	return opts
+}
+
+// open opens the scenario's log on fsys and runs its before.
+func (sc truncScenario) open(t *testing.T, fsys vfs.FS) *Log {
+	l, _ := openCheck(t, fsys, "/wal", sc.options())
+	if sc.before != nil {
+		sc.before(t, l)
+	}
+	return l
+}
+
+// snapshotFn is what Truncate(h) is given: the state at h when the
+// scenario needs a snapshot, else nil.
+func snapshotFn(h uint64, snap bool) func(io.Writer) error {
+	if snap {
+		return writeState(h)
+	}
+	return nil
+}
+
 // The scenarios' snapshots are at heights whose states (stateFor) are
 // small, to keep the sweeps fast; TestTruncate writes a large one.
 var truncScenarios = []truncScenario{
@@ -377,8 +402,7 @@ var truncScenarios = []truncScenario{
 // Truncate's first sync); then that the caller can finish the job:
 // truncate to h again (with a snapshot function), append, reopen.
 func verifyTruncation(fsys vfs.FS, sc truncScenario, lo, h, oldLast uint64) error {
-	opts := sc.opts
-	opts.Logf = quiet
+	opts := sc.options()
 	l, err := Open(fsys, "/wal", opts)
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
@@ -468,26 +492,17 @@ func TestTruncateCrashPoints(t *testing.T) {
 				}
 				return errorfs.Fault{}
 			})}
-			opts := sc.opts
-			opts.Logf = quiet
-			l, _ := openCheck(t, errorfs.Wrap(m, a), "/wal", opts)
-			if sc.before != nil {
-				sc.before(t, l)
-			}
+			l := sc.open(t, errorfs.Wrap(m, a))
 			oldLast, durable := l.LastHeight(), l.DurableHeight()
 			// The scenario's premise: a snapshot is needed, or not.
 			c := m.Clone()
-			lc, _ := openCheck(t, c, "/wal", opts)
+			lc, _ := openCheck(t, c, "/wal", sc.options())
 			if err := lc.Truncate(h, nil); errors.Is(err, ErrNeedSnapshot) != snap || (err != nil && !snap) {
 				t.Fatalf("Truncate(%d, nil) on a copy: %v", h, err)
 			}
 			lc.Close()
-			var fn func(io.Writer) error
-			if snap {
-				fn = writeState(h)
-			}
 			a.on = true
-			if err := l.Truncate(h, fn); err != nil {
+			if err := l.Truncate(h, snapshotFn(h, snap)); err != nil {
 				t.Fatal(err)
 			}
 			a.on = false
@@ -527,19 +542,10 @@ func TestTruncateFaults(t *testing.T) {
 						ii.Sticky()
 					}
 					a := &armed{inj: ii}
-					opts := sc.opts
-					opts.Logf = quiet
-					l, _ := openCheck(t, errorfs.Wrap(m, a), "/wal", opts)
-					if sc.before != nil {
-						sc.before(t, l)
-					}
+					l := sc.open(t, errorfs.Wrap(m, a))
 					oldLast, durable := l.LastHeight(), l.DurableHeight()
-					var fn func(io.Writer) error
-					if snap {
-						fn = writeState(h)
-					}
 					a.on = true
-					err := l.Truncate(h, fn)
+					err := l.Truncate(h, snapshotFn(h, snap))
 					op, fired := ii.Fired()
 					if !fired {
 						if err != nil {

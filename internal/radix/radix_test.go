@@ -2,27 +2,17 @@ package radix
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// newRand is a small deterministic generator (xorshift).
-func newRand(seed uint64) func() uint64 {
-	s := seed*0x9e3779b97f4a7c15 + 1
-	return func() uint64 {
-		s ^= s << 13
-		s ^= s >> 7
-		s ^= s << 17
-		return s
-	}
-}
-
 // TestSort: sorted by key, equal keys in input order, whether vdiff is
 // exact or all ones, and nothing lost.
 func TestSort(t *testing.T) {
-	r := newRand(3)
+	r := rand.New(rand.NewPCG(3, 0)).Uint64
 	var spare []Item
 	for _, n := range []int{0, 1, 2, 255, 256, 1000} {
 		for _, mask := range []uint64{0, 0xff, 0xff00ff, ^uint64(0)} {
