@@ -119,7 +119,7 @@ func New(cfg Config) (*Engine, error) {
 		c := e.lane.cands
 		return e.lane.byID(c[a].rec, c[b].rec) < 0
 	}
-	q, err := calendar.New(cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
+	q, err := e.newQueue()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -395,6 +395,12 @@ func (e *Engine) allocRec() uint32 {
 	e.recs.Ensure(i)
 	e.nrecs++
 	return i
+}
+
+// newQueue returns an empty calendar queue of the configured layout that
+// tells each record where its timer moves.
+func (e *Engine) newQueue() (*calendar.Queue, error) {
+	return calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
 }
 
 // place puts pending timer i in the calendar queue, or on the lane's

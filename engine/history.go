@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/timerlane/timerlane/internal/calendar"
-	"github.com/timerlane/timerlane/ring"
 )
 
 // Rollback (reorgs). The engine keeps, for each of the last
@@ -314,7 +311,7 @@ func (e *Engine) undoBlock(k int) error {
 // current height from the pending timers, in insertion order.
 func (e *Engine) requeue() {
 	pending := e.pendingBySeq()
-	q, err := calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
+	q, err := e.newQueue()
 	if err != nil {
 		panic(err) // the layout was validated by New
 	}

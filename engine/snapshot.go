@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/zeebo/xxh3"
 
@@ -165,17 +166,8 @@ func (s *snapReader) read(n int) []byte {
 	return b
 }
 
-func (s *snapReader) bytes(n int) []byte {
-	if s.err != nil {
-		return nil
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(s.r, b); err != nil {
-		s.fail("truncated (%v)", err)
-		return nil
-	}
-	return b
-}
+// bytes is read's bytes in a new buffer, for what outlives the next read.
+func (s *snapReader) bytes(n int) []byte { return slices.Clone(s.read(n)) }
 
 func (s *snapReader) u32() uint32 {
 	if b := s.read(4); b != nil {
@@ -210,7 +202,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	}
 	s := &snapReader{r: bufio.NewReaderSize(r, 1<<16), at: "header", item: -1}
 	version := 2
-	switch m := s.bytes(len(snapshotMagic)); {
+	switch m := s.read(len(snapshotMagic)); {
 	case s.err != nil:
 	case string(m) == string(snapshotMagicV1):
 		version = 1
@@ -286,7 +278,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	lastH := uint64(0)
 	seen := map[Address]bool{} // the actors of height lastH
 	for k := uint64(0); k < count && s.err == nil; k++ {
-		x := s.bytes(fairEntryLen)
+		x := s.read(fairEntryLen)
 		if s.err != nil {
 			break
 		}
@@ -311,7 +303,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	var image *merkle.Tree
 	if version == 2 {
 		s.at = "tree image"
-		switch flag := s.bytes(1); {
+		switch flag := s.read(1); {
 		case s.err != nil:
 		case flag[0] == 1:
 			t, err := merkle.ReadImage(s.r)
