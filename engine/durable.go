@@ -423,8 +423,8 @@ func LogConfig(dir string) (Config, error) {
 	}
 	if ok {
 		head := make([]byte, len(snapshotMagic)+4)
-		magic := string(head[:len(snapshotMagic)])
-		if _, err := io.ReadFull(r, head); err == nil && (magic == string(snapshotMagic) || magic == string(snapshotMagicV1)) {
+		_, err := io.ReadFull(r, head)
+		if magic := string(head[:len(snapshotMagic)]); err == nil && (magic == string(snapshotMagic) || magic == string(snapshotMagicV1)) {
 			n := binary.BigEndian.Uint32(head[len(snapshotMagic):])
 			if n <= 1<<20 {
 				sched = make([]byte, n)

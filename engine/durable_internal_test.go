@@ -193,7 +193,9 @@ func TestLogConfig(t *testing.T) {
 	cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
 	cfg.ActivationHeight, cfg.MaxTimersPerActor = 4, 77
 	cfg.SystemDeployers = []Address{{9}, {8}}
-	d, err := Open(dir, cfg)
+	cfg.RollbackDepth = 2 // recovery keeps 4 records: later a snapshot is the base
+	// Small segments, so that snapshots let the older ones go.
+	d, err := openFS(vfs.OS, dir, cfg, quietLog)
 	require.NoError(t, err)
 	p := &program{r: rand.New(rand.NewPCG(2, 2)), policy: PolicyLane}
 	for h := uint64(1); h <= 3; h++ {
@@ -202,14 +204,19 @@ func TestLogConfig(t *testing.T) {
 	require.NoError(t, d.Close())
 	for _, blocks := range []uint64{3, 20, 25} { // the third reads a snapshot
 		got, err := LogConfig(dir)
-		require.NoError(t, err)
+		require.NoError(t, err, "after block %d", blocks)
 		require.Equal(t, cfg.MaxTimersPerActor, got.MaxTimersPerActor)
 		require.Equal(t, cfg.ActivationHeight, got.ActivationHeight)
 		require.Equal(t, cfg.SystemDeployers, got.SystemDeployers)
-		e, err := Open(dir, got)
+		// Not state: the opener's choice.
+		got.SnapshotEvery, got.RollbackDepth = cfg.SnapshotEvery, cfg.RollbackDepth
+		e, err := openFS(vfs.OS, dir, got, quietLog)
 		require.NoError(t, err)
 		for h := e.Height() + 1; h <= blocks; h++ {
 			p.block(t, e, h)
+		}
+		if blocks == 20 {
+			require.NotZero(t, e.dur.log.SnapshotHeight(), "the next LogConfig has a snapshot to read")
 		}
 		require.NoError(t, e.Close())
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,4 +85,20 @@ func TestStoreCommands(t *testing.T) {
 	require.Equal(t, 2, code)
 	code, _, _ = cli("inspect", t.TempDir())
 	require.Equal(t, 1, code)
+}
+
+// TestStoreCommandsAfterDemo: inspect and verify read the configuration
+// of a directory a demo wrote, whose state is in a snapshot.
+func TestStoreCommandsAfterDemo(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"demo", "--timers", "3000", "--quiet", "--dir", dir}, &out, &errb), errb.String())
+	snaps, err := filepath.Glob(filepath.Join(dir, "*.snap"))
+	require.NoError(t, err)
+	require.NotEmpty(t, snaps, "the demo's log holds a snapshot")
+	for _, cmd := range []string{"inspect", "verify"} {
+		out.Reset()
+		errb.Reset()
+		require.Equal(t, 0, run([]string{cmd, dir}, &out, &errb), "%s: %s", cmd, errb.String())
+	}
 }
