@@ -339,7 +339,8 @@ func (e *Engine) applyRecord(body []byte) error {
 			if t.fees == old {
 				continue // touched, not changed
 			}
-			h := undo{rec: i, kind: undoExtend, newFee: r.fee == 0, oldSet: old.Set, oldExpiry: old.ExpiresAt}
+			h := undo{rec: i, kind: undoExtend, newFee: r.fee == 0, oldSet: old.Set}
+			h.setOldExpiry(old.ExpiresAt)
 			if r.fee == 0 {
 				r.fee = e.allocFee()
 			}

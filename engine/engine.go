@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"slices"
+	"unsafe"
 
 	"golang.org/x/crypto/sha3"
 
@@ -18,17 +20,35 @@ import (
 // rec is the engine's record of one timer. Its index is the Val of the
 // timer's entry in the calendar queue.
 type rec struct {
-	id         TimerID
-	height     uint64
-	seq        uint64
-	pos        ring.Pos // where the calendar holds it, for cancel
-	actor      uint32   // index in the actor table
-	data       uint32   // bytepool reference of handler bytes ++ payload
-	handlerLen uint32   // 0: the default handler
-	payloadLen uint32
-	fee        uint32 // lane fee fields (feeRec), 0 for none
-	lpos       uint32 // 1 + position on the lane's deferred list, 0 when in the tiers
+	id     TimerID
+	height uint64
+	seq    uint64
+	at     uint32 // where it waits: a ring.Pos, or listed|k for place k on the lane's deferred list
+	actor  uint32 // index in the actor table
+	data   uint32 // bytepool reference of handler bytes ++ payload; its lengths are in Engine.lens
+	fee    uint32 // lane fee fields (feeRec), 0 for none
 }
+
+// A record is 64 bytes, one cache line, so that cancelling or firing a
+// timer touches one line of it; the lengths of its bytes, needed only when
+// it has some, live apart in dataLen. The two arrays fail to compile if a
+// change of rec makes it any other size.
+const recSize = unsafe.Sizeof(rec{})
+
+var (
+	_ [recSize - 64]struct{}
+	_ [64 - recSize]struct{}
+)
+
+// listed marks rec.at as a place on the lane's deferred list rather than a
+// calendar position (ring.Pos stays below 2^31: see ring.MaxChunks).
+const listed = 1 << 31
+
+// dataLen is the split of a record's handler bytes ++ payload.
+type dataLen struct{ handler, payload uint32 }
+
+// onList returns the place of record r on the deferred list, if it is there.
+func (r *rec) onList() (uint32, bool) { return r.at &^ listed, r.at&listed != 0 }
 
 type phase uint8
 
@@ -44,8 +64,9 @@ type Engine struct {
 	cfg    Config
 	q      *calendar.Queue
 	recs   slab.Slab[rec]
-	free   uint32 // first free record; free records are chained through data
-	nrecs  uint32 // records handed out at least once; index 0 is reserved
+	lens   slab.Slab[dataLen] // by record index
+	free   []uint32           // records to reuse, last freed first
+	nrecs  uint32             // records handed out at least once; index 0 is reserved
 	ids    idIndex
 	actors actorTable
 	data   bytepool.Pool
@@ -81,12 +102,29 @@ type Engine struct {
 
 // undo is how to take back one call of the open transaction.
 type undo struct {
-	rec       uint32
-	kind      undoKind
-	newFee    bool     // extend: the timer had no fee record before
-	oldSet    FeeField // extend: the fee fields before
-	oldExpiry uint64
+	rec    uint32
+	kind   undoKind
+	newFee bool     // extend: the timer had no fee record before
+	oldSet FeeField // extend: the fee fields before
+	// extend: the expiry before, high and low halves (see oldExpiry);
+	// cancel: what the record holds (see held), so that freeing it once the
+	// history lets go of it reads no cold record.
+	x, y, z uint32
 }
+
+func (u *undo) oldExpiry() uint64 { return uint64(u.x)<<32 | uint64(u.y) }
+
+func (u *undo) setOldExpiry(v uint64) { u.x, u.y = uint32(v>>32), uint32(v) }
+
+func (u *undo) held() holds { return holds{data: u.x, actor: u.y, fee: u.z} }
+
+// cancelUndo is the undo of a cancel (or a fire, or a collect) of record i.
+func cancelUndo(i uint32, r *rec) undo {
+	return undo{rec: i, kind: undoCancel, x: r.data, y: r.actor, z: r.fee}
+}
+
+// holds is what a record holds in other tables, freed with it.
+type holds struct{ data, actor, fee uint32 }
 
 type undoKind uint8
 
@@ -126,6 +164,7 @@ func New(cfg Config) (*Engine, error) {
 	e.q = q
 	e.ids = newIDIndex(func(i uint32) *TimerID { return &e.recs.At(i).id })
 	e.recs.Ensure(0)
+	e.lens.Ensure(0)
 	return e, nil
 }
 
@@ -260,16 +299,16 @@ func (e *Engine) take(due []uint32) {
 // calls. The outcome stays in e.lastFire (and e.del) for the observer.
 func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage, bool) {
 	r := e.recs.At(i)
-	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
+	handler, payload := e.bytesOf(i, r)
 	d := &e.del
 	d.TimerID = r.id
 	d.Actor = e.actors.recs[r.actor].addr
 	d.Sender = d.Actor
 	d.Handler = defaultHandler
-	if r.handlerLen > 0 {
-		d.Handler = buf[:r.handlerLen]
+	if len(handler) > 0 {
+		d.Handler = handler
 	}
-	d.Payload = buf[r.handlerLen:]
+	d.Payload = payload
 	d.Height, d.Block = r.height, e.height
 	d.CyclesLimit, d.CellsLimit = cycles, e.cfg.CellsPerFire
 
@@ -365,11 +404,12 @@ func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt ro
 func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, body []byte, fee, actorIdx uint32, actor *Address) uint32 {
 	i := e.allocRec()
 	r := e.recs.At(i)
-	*r = rec{id: *id, height: height, seq: seq, handlerLen: uint32(len(handler)), payloadLen: uint32(len(body)), fee: fee}
+	*r = rec{id: *id, height: height, seq: seq, fee: fee}
 	if n := len(handler) + len(body); n > 0 {
 		ref, buf := e.data.Alloc(n)
 		copy(buf[copy(buf, handler):], body)
 		r.data = ref
+		*e.lens.At(i) = dataLen{uint32(len(handler)), uint32(len(body))}
 	}
 	r.actor = e.actors.ref(actorIdx, actor)
 	e.actors.recs[r.actor].pending++
@@ -384,8 +424,9 @@ func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, bod
 }
 
 func (e *Engine) allocRec() uint32 {
-	if i := e.free; i != 0 {
-		e.free = e.recs.At(i).data
+	if k := len(e.free); k > 0 {
+		i := e.free[k-1]
+		e.free = e.free[:k-1]
 		return i
 	}
 	i := e.nrecs
@@ -393,6 +434,12 @@ func (e *Engine) allocRec() uint32 {
 		panic("engine: 2^32-1 timer records")
 	}
 	e.recs.Ensure(i)
+	e.lens.Ensure(i)
+	// Room to free every record without growing: releasing allocates
+	// nothing, even when a block fires far more timers than it schedules.
+	if c := e.recs.Cap(); cap(e.free) < c {
+		e.free = slices.Grow(e.free, c-len(e.free))
+	}
 	e.nrecs++
 	return i
 }
@@ -400,7 +447,7 @@ func (e *Engine) allocRec() uint32 {
 // newQueue returns an empty calendar queue of the configured layout that
 // tells each record where its timer moves.
 func (e *Engine) newQueue() (*calendar.Queue, error) {
-	return calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).pos = p })
+	return calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).at = uint32(p) })
 }
 
 // place puts pending timer i in the calendar queue, or on the lane's
@@ -411,18 +458,18 @@ func (e *Engine) place(i uint32) {
 		e.addDeferred(i)
 		return
 	}
-	r.pos = e.q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: uint64(i)})
+	r.at = uint32(e.q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: uint64(i)}))
 }
 
 // unqueue takes pending timer i out of the calendar queue, or off the
 // lane's deferred list.
 func (e *Engine) unqueue(i uint32) {
 	r := e.recs.At(i)
-	if r.lpos != 0 {
+	if _, ok := r.onList(); ok {
 		e.dropDeferred(i)
 		return
 	}
-	e.q.Remove(r.height, r.seq, r.pos)
+	e.q.Remove(r.height, r.seq, ring.Pos(r.at))
 }
 
 // drop removes pending timer i for good, without firing it: a collected
@@ -440,11 +487,16 @@ func (e *Engine) drop(i uint32) {
 // release frees a timer that is no longer in the queue or the index.
 func (e *Engine) release(i uint32) {
 	r := e.recs.At(i)
-	e.data.Free(r.data)
-	e.actors.unref(r.actor)
-	e.freeFee(r.fee)
-	*r = rec{data: e.free}
-	e.free = i
+	e.releaseHeld(i, holds{data: r.data, actor: r.actor, fee: r.fee})
+}
+
+// releaseHeld frees record i, which holds h, without reading it: the next
+// addTimer writes every field.
+func (e *Engine) releaseHeld(i uint32, h holds) {
+	e.data.Free(h.data)
+	e.actors.unref(h.actor)
+	e.freeFee(h.fee)
+	e.free = append(e.free, i)
 }
 
 // timerID derives CIP-5 §3.3's id into out:
@@ -483,13 +535,24 @@ func (e *Engine) Lookup(id TimerID) (Timer, bool) {
 
 func (e *Engine) timer(i uint32) Timer {
 	r := e.recs.At(i)
-	buf := e.data.Get(r.data, int(r.handlerLen+r.payloadLen))
+	handler, payload := e.bytesOf(i, r)
 	t := Timer{ID: r.id, Actor: e.actors.recs[r.actor].addr, Height: r.height, Seq: r.seq, Handler: DefaultHandler}
-	if r.handlerLen > 0 {
-		t.Handler = string(buf[:r.handlerLen])
+	if len(handler) > 0 {
+		t.Handler = string(handler)
 	}
-	t.Payload = append([]byte{}, buf[r.handlerLen:]...)
+	t.Payload = append([]byte{}, payload...)
 	return t
+}
+
+// bytesOf returns the handler bytes (empty for the default handler) and the
+// payload of record i, r; they alias the pool.
+func (e *Engine) bytesOf(i uint32, r *rec) (handler, payload []byte) {
+	if r.data == 0 {
+		return nil, nil
+	}
+	n := e.lens.At(i)
+	buf := e.data.Get(r.data, int(n.handler+n.payload))
+	return buf[:n.handler], buf[n.handler:]
 }
 
 // PendingOf is the number of pending timers of actor.
@@ -513,7 +576,7 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{Pending: e.pending, Actors: e.actors.len()}
 	s.InRing, s.InEpochs, s.InOverflow = e.q.TierLens()
-	s.ArenaBytes = e.q.C.Bytes() + e.recs.Cap()*int(recSize)
+	s.ArenaBytes = e.q.C.Bytes() + e.recs.Cap()*int(recSize) + e.lens.Cap()*int(unsafe.Sizeof(dataLen{})) + cap(e.free)*4
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
 	return s

@@ -140,7 +140,7 @@ func (e *Engine) retire(i uint32) {
 		e.release(i)
 		return
 	}
-	e.hist.ops.push(undo{rec: i, kind: undoCancel})
+	e.hist.ops.push(cancelUndo(i, e.recs.At(i)))
 }
 
 // windowExpired hears each fairness entry an expiry drops.
@@ -167,7 +167,7 @@ func (e *Engine) trimHist() {
 		ops, expired, sched := h.ends(0)
 		for _, u := range h.ops.span(b.ops, ops) {
 			if u.kind == undoCancel {
-				e.release(u.rec)
+				e.releaseHeld(u.rec, u.held())
 			}
 		}
 		h.ops.trim(ops)
@@ -320,7 +320,7 @@ func (e *Engine) requeue() {
 	e.lane.deferred, e.lane.reasons = e.lane.deferred[:0], e.lane.reasons[:0]
 	q.Bulk()
 	for _, i := range pending {
-		e.recs.At(i).lpos = 0
+		e.recs.At(i).at = 0
 		e.place(i)
 	}
 	q.Flush()

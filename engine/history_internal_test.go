@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -141,7 +142,7 @@ func TestRollback(t *testing.T) {
 				if target == c.steps[k].height {
 					require.Equal(t, c.steps[k].root, e.Root(), "%v %v rollback to %d", policy, layout, target)
 				}
-				require.NoError(t, e.q.Verify(func(v uint64) (ring.Pos, bool) { return e.recs.At(uint32(v)).pos, true }))
+				require.NoError(t, e.q.Verify(func(v uint64) (ring.Pos, bool) { return ring.Pos(e.recs.At(uint32(v)).at), true }))
 				e.checkConsistent(t)
 				// Go on from the target: the program state of the step
 				// after it, which either runs the same steps again or a
@@ -246,6 +247,32 @@ func (e *Engine) checkConsistent(t testing.TB) {
 	require.Equal(t, n, e.pending)
 	for a, k := range perActor {
 		require.Equal(t, k, e.actors.recs[a].pending, "actor %d", a)
+	}
+	// Every record is pending, held by the history (a timer it removed,
+	// which a rollback may bring back) or free; an actor's refs count its
+	// pending and held records (and the fairness window's one), and what
+	// the history will free with a held record is what the record holds.
+	refs := maps.Clone(perActor)
+	held := 0
+	for k := range e.hist.ops.len() {
+		u := e.hist.ops.at(k)
+		if u.kind != undoCancel {
+			continue
+		}
+		r := e.recs.At(u.rec)
+		require.Equal(t, holds{data: r.data, actor: r.actor, fee: r.fee}, u.held(), "held record %d", u.rec)
+		refs[r.actor]++
+		held++
+	}
+	for a := range uint32(len(e.actors.recs)) {
+		if a > 0 && e.lane.window.Recent(a) != 0 {
+			refs[a]++ // the fairness window's
+		}
+	}
+	require.Equal(t, n+held, int(e.nrecs)-1-len(e.free), "records in use")
+	require.Equal(t, len(refs), e.actors.len(), "actors with a record")
+	for a, k := range refs {
+		require.Equal(t, k, e.actors.recs[a].refs, "refs of actor %d", a)
 	}
 }
 

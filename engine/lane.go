@@ -101,7 +101,7 @@ type laneState struct {
 	proposer   Address
 	sysGC      int // SYS_CANCEL_TIMER collections in the open block
 
-	deferred []uint32      // records of due timers that have not run; rec.lpos is 1 + position
+	deferred []uint32      // records of due timers that have not run; rec.at is listed | position
 	reasons  []DeferReason // parallel to deferred
 
 	fees      slab.Slab[feeRec]
@@ -374,20 +374,21 @@ func (e *Engine) addDeferred(i uint32) {
 	s := &e.lane
 	s.deferred = append(s.deferred, i)
 	s.reasons = append(s.reasons, 0)
-	e.recs.At(i).lpos = uint32(len(s.deferred))
+	e.recs.At(i).at = listed | uint32(len(s.deferred)-1)
 }
 
 // dropDeferred takes timer i off the deferred list.
 func (e *Engine) dropDeferred(i uint32) {
 	s := &e.lane
 	r := e.recs.At(i)
-	k, last := r.lpos-1, len(s.deferred)-1
+	k, _ := r.onList()
+	last := len(s.deferred) - 1
 	if j := s.deferred[last]; int(k) != last {
 		s.deferred[k], s.reasons[k] = j, s.reasons[last]
-		e.recs.At(j).lpos = k + 1
+		e.recs.At(j).at = listed | k
 	}
 	s.deferred, s.reasons = s.deferred[:last], s.reasons[:last]
-	r.lpos = 0
+	r.at = 0
 }
 
 // unlist takes the timers whose records are is off the deferred list, in
@@ -397,7 +398,8 @@ func (e *Engine) unlist(is []uint32) {
 	s := &e.lane
 	for _, i := range is {
 		r := e.recs.At(i)
-		s.reasons[r.lpos-1], r.lpos = unlisted, 0
+		k, _ := r.onList()
+		s.reasons[k], r.at = unlisted, 0
 	}
 	w := 0
 	for k, i := range s.deferred {
@@ -406,7 +408,7 @@ func (e *Engine) unlist(is []uint32) {
 		}
 		if w != k {
 			s.deferred[w], s.reasons[w] = i, s.reasons[k]
-			e.recs.At(i).lpos = uint32(w + 1)
+			e.recs.At(i).at = listed | uint32(w)
 		}
 		w++
 	}
@@ -414,7 +416,8 @@ func (e *Engine) unlist(is []uint32) {
 }
 
 func (e *Engine) setReason(i uint32, why DeferReason) {
-	e.lane.reasons[e.recs.At(i).lpos-1] = why
+	k, _ := e.recs.At(i).onList()
+	e.lane.reasons[k] = why
 }
 
 // collect removes timer i, which is not firing, from the pending set for
@@ -630,7 +633,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		slices.SortFunc(order, s.byID)
 		for _, i := range order {
 			r := e.recs.At(i)
-			lo.Deferred(r.id, s.reasons[r.lpos-1])
+			k, _ := r.onList()
+			lo.Deferred(r.id, s.reasons[k])
 		}
 		clear(order)
 		s.order = order[:0]

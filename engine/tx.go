@@ -1,12 +1,8 @@
 package engine
 
 import (
-	"unsafe"
-
 	"github.com/timerlane/timerlane/internal/u128"
 )
-
-const recSize = unsafe.Sizeof(rec{})
 
 // Tx is a handle on a transaction: a user transaction in the open block, or
 // the execution of a fired timer's handler. Its calls take effect at once,
@@ -219,7 +215,8 @@ func (e *Engine) extend(i uint32, expiresAt uint64) (undo, error) {
 		f = &e.lane.fees.At(r.fee).Fees
 		u.newFee = true
 	}
-	u.oldSet, u.oldExpiry = f.Set, f.ExpiresAt
+	u.oldSet = f.Set
+	u.setOldExpiry(f.ExpiresAt)
 	f.Set |= HasExpiresAt
 	f.ExpiresAt = expiresAt
 	e.touch(&r.id)
@@ -234,7 +231,7 @@ func (e *Engine) unextend(u undo) {
 		return
 	}
 	f := &e.lane.fees.At(r.fee).Fees
-	f.Set, f.ExpiresAt = u.oldSet, u.oldExpiry
+	f.Set, f.ExpiresAt = u.oldSet, u.oldExpiry()
 }
 
 // Cancel cancels a pending timer of tx's actor: UnknownTimer if no timer
@@ -258,7 +255,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	e.ids.delAt(at)
 	a.pending--
 	e.pending--
-	e.undo = append(e.undo, undo{rec: i, kind: undoCancel})
+	e.undo = append(e.undo, cancelUndo(i, r))
 	e.touch(&id)
 	return Cost{Cycles: e.cfg.CancelCycles}, nil
 }

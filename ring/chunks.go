@@ -18,8 +18,12 @@ type Entry struct {
 // ChunkLen is the number of entries per chunk.
 const ChunkLen = 32
 
-// Pos is where an entry lives: chunk index * ChunkLen + slot.
+// Pos is where an entry lives: chunk index * ChunkLen + slot. It is below
+// 2^31, so an owner may use the top bit of a uint32 holding one as a flag.
 type Pos uint32
+
+// MaxChunks bounds the arena: 2^26 chunks, 2^31 entries (48 GiB of them).
+const MaxChunks = 1 << 26
 
 // nilChunk is the chunk index that names no chunk.
 const nilChunk uint32 = 0
@@ -53,8 +57,8 @@ func (c *Chunks) alloc() uint32 {
 		return i
 	}
 	i := c.used
-	if i >= 1<<27 {
-		panic("ring: chunk arena exhausted (2^27 chunks)")
+	if i >= MaxChunks {
+		panic("ring: chunk arena exhausted (2^26 chunks)")
 	}
 	c.slab.Ensure(i)
 	c.used++
