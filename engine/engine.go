@@ -13,6 +13,7 @@ import (
 
 	"github.com/timerlane/timerlane/internal/bytepool"
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/prefetch"
 	"github.com/timerlane/timerlane/internal/slab"
 	"github.com/timerlane/timerlane/ring"
 )
@@ -421,6 +422,16 @@ func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, bod
 	e.pending++
 	e.touch(id)
 	return i
+}
+
+// prefetchNew starts loading the record the next new timer will take and
+// the queue slot a timer of height h would take, so that their cache
+// misses overlap the Keccak of its id instead of following it.
+func (e *Engine) prefetchNew(h uint64) {
+	if k := len(e.free); k > 0 {
+		prefetch.Line(unsafe.Pointer(e.recs.At(e.free[k-1])))
+	}
+	e.q.Prefetch(h)
 }
 
 func (e *Engine) allocRec() uint32 {

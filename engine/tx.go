@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/timerlane/timerlane/internal/u128"
+	"github.com/timerlane/timerlane/ring"
 )
 
 // Tx is a handle on a transaction: a user transaction in the open block, or
@@ -121,6 +122,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	if e.actors.recs[s.actorIdx].pending >= e.cfg.MaxTimersPerActor {
 		return out, ErrTooManyTimers
 	}
+	e.prefetchNew(height)
 	e.timerID(&out.ID, &s.actor, height, payload, s.nonce)
 	at, _, dup := e.ids.lookup(&out.ID)
 	if dup {
@@ -255,6 +257,9 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	e.ids.delAt(at)
 	a.pending--
 	e.pending--
+	if _, listed := r.onList(); !listed {
+		e.q.PrefetchAt(ring.Pos(r.at)) // the commit unlinks it
+	}
 	e.undo = append(e.undo, cancelUndo(i, r))
 	e.touch(&id)
 	return Cost{Cycles: e.cfg.CancelCycles}, nil

@@ -1,5 +1,11 @@
 package ring
 
+import (
+	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/prefetch"
+)
+
 // Bucket is an unrolled FIFO list of entries. The zero Bucket is empty.
 type Bucket struct {
 	head, tail uint32 // chunks
@@ -28,6 +34,15 @@ func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 	b.tailLen++
 	b.Live++
 	return p
+}
+
+// Prefetch starts loading the slot the next Push will write, if the tail
+// chunk has room: a caller that knows the height of a timer before it can
+// insert it (Schedule, before the id's Keccak) overlaps the miss.
+func (b *Bucket) Prefetch(c *Chunks) {
+	if b.tail != nilChunk && b.tailLen < ChunkLen {
+		prefetch.Line(unsafe.Pointer(&c.slab.At(b.tail).e[b.tailLen]))
+	}
 }
 
 // Kill makes the entry at p a tombstone; the last entry written is simply

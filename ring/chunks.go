@@ -3,6 +3,7 @@ package ring
 import (
 	"unsafe"
 
+	"github.com/timerlane/timerlane/internal/prefetch"
 	"github.com/timerlane/timerlane/internal/slab"
 )
 
@@ -69,6 +70,14 @@ func (c *Chunks) release(i uint32) {
 	c.slab.At(i).next = c.free
 	c.free = i
 	c.live--
+}
+
+// Prefetch starts loading the entry at p if p names one (chunk 0 is
+// reserved: an owner's 0 says "no position").
+func (c *Chunks) Prefetch(p Pos) {
+	if k := uint32(p) / ChunkLen; k != nilChunk && int(k) < c.slab.Cap() {
+		prefetch.Line(unsafe.Pointer(c.At(p)))
+	}
 }
 
 // At returns the entry at p.

@@ -399,3 +399,29 @@ func TestRingMoveIn(t *testing.T) {
 		t.Fatalf("Take(13) = %v; lens %d, %d", got, s.Len(), r.Len())
 	}
 }
+
+// TestPrefetchAnyPos: a prefetch is a hint, so any position, including 0
+// (no position) and positions past the arena, is accepted and changes
+// nothing.
+func TestPrefetchAnyPos(t *testing.T) {
+	c := NewChunks()
+	var b Bucket
+	p := b.Push(c, Entry{Height: 7, Seq: 1, Val: 9})
+	for _, q := range []Pos{0, 1, p, p + 1, ChunkLen * 4095, ChunkLen * 4096, 1<<31 - 1, 1<<32 - 1} {
+		c.Prefetch(q)
+	}
+	b.Prefetch(c)
+	full := Bucket{}
+	for k := range ChunkLen {
+		full.Push(c, Entry{Height: 8, Seq: uint64(k + 1)})
+	}
+	full.Prefetch(c) // the tail chunk is full: nothing to load
+	if e := *c.At(p); e != (Entry{Height: 7, Seq: 1, Val: 9}) {
+		t.Fatalf("entry at %d is %+v after prefetches", p, e)
+	}
+	var got []Entry
+	b.Walk(c, func(e Entry) { got = append(got, e) })
+	if len(got) != 1 || b.Live != 1 || full.Live != ChunkLen {
+		t.Fatalf("buckets changed by prefetches: %v, live %d and %d", got, b.Live, full.Live)
+	}
+}

@@ -233,6 +233,17 @@ func (q *Queue) TierOf(h uint64) Tier {
 	return TierOverflow
 }
 
+// Prefetch starts loading where an Insert of height h would write, if it
+// is in the ring or the epoch tier. It is a hint: it changes nothing.
+func (q *Queue) Prefetch(h uint64) {
+	switch {
+	case h <= q.ringEnd:
+		q.ring.Bucket(h).Prefetch(q.C)
+	case h <= q.epochEnd && h-q.stageLo >= q.length:
+		q.epochs.Bucket(q.epochs.Of(h)).Prefetch(q.C)
+	}
+}
+
 // Insert enqueues timer e, due at e.Height > Height(), with e.Seq > 0 and
 // greater than the Seq of every resident timer of the same height (so the
 // resident timers of a height are in seq order). It returns the timer's
@@ -322,6 +333,10 @@ func (q *Queue) inOstage(h, seq uint64) bool {
 
 // place inserts a timer that moves down a tier and reports its position.
 func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
+
+// PrefetchAt starts loading the slot of a timer last reported at p, which
+// a Remove will read and write. It is a hint: any p is harmless.
+func (q *Queue) PrefetchAt(p ring.Pos) { q.C.Prefetch(p) }
 
 // Remove takes the resident timer (height, seq), last reported at p, out
 // of its tier.
