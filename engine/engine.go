@@ -282,10 +282,16 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 // at a time.
 func (e *Engine) take(due []uint32) {
 	tags := e.tags[:0]
-	for _, i := range due {
+	for k, i := range due {
+		if j := k + ahead; j < len(due) {
+			e.prefetchRec(due[j])
+		}
 		tags = append(tags, e.ids.tag(&e.recs.At(i).id))
 	}
 	for k, i := range due {
+		if j := k + ahead; j < len(tags) {
+			e.ids.prefetch(tags[j])
+		}
 		e.ids.delRec(tags[k], i)
 	}
 	for _, i := range due {
@@ -423,6 +429,14 @@ func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, bod
 	e.touch(id)
 	return i
 }
+
+// ahead is how many timers ahead of its work a pass over timers starts
+// loading their records (and index slots): far enough that a miss is over
+// when the pass gets there, near enough that the lines are still cached.
+const ahead = 8
+
+// prefetchRec starts loading record i.
+func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(i))) }
 
 // prefetchNew starts loading the record the next new timer will take and
 // the queue slot a timer of height h would take, so that their cache

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"unsafe"
 
+	"github.com/timerlane/timerlane/internal/prefetch"
 	"github.com/timerlane/timerlane/internal/radix"
 )
 
@@ -51,6 +53,9 @@ func (x *idIndex) find(id *TimerID, tag uint64) (uint64, bool) {
 		}
 	}
 }
+
+// prefetch starts loading the first slot a probe for tag reads.
+func (x *idIndex) prefetch(tag uint64) { prefetch.Line(unsafe.Pointer(&x.slots[tag&x.mask])) }
 
 // slot is where a lookup found an id, or where it would go.
 type slot struct{ p, tag uint64 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/fairness"
+	"github.com/timerlane/timerlane/internal/prefetch"
 	"github.com/timerlane/timerlane/internal/slab"
 	"github.com/timerlane/timerlane/internal/u128"
 	"github.com/timerlane/timerlane/ring"
@@ -217,6 +219,16 @@ func (e *Engine) fireCap(h uint64) uint64 {
 	return e.cfg.CyclesPerFire
 }
 
+// prefetchFee starts loading r's fee fields, if it has any: both of the
+// cache lines a feeRec may span.
+func (e *Engine) prefetchFee(r *rec) {
+	if r.fee != 0 {
+		f := e.lane.fees.At(r.fee)
+		prefetch.Line(unsafe.Pointer(f))
+		prefetch.Line(unsafe.Add(unsafe.Pointer(f), unsafe.Sizeof(*f)-1))
+	}
+}
+
 func (e *Engine) feeOf(r *rec) *Fees {
 	if r.fee == 0 {
 		return nil
@@ -369,6 +381,23 @@ func callAgent(g GasBidder, c *BidContext, def Bid) (b Bid) {
 	return b
 }
 
+// listAll puts the timers of due on the deferred list, in order: their
+// indices first, then each record's place, loaded a few timers ahead.
+func (e *Engine) listAll(due ring.Iter) {
+	s := &e.lane
+	from := len(s.deferred)
+	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
+		s.deferred = append(s.deferred, uint32(t.Val))
+		s.reasons = append(s.reasons, 0)
+	}
+	for k := from; k < len(s.deferred); k++ {
+		if j := k + ahead; j < len(s.deferred) {
+			e.prefetchRec(s.deferred[j])
+		}
+		e.recs.At(s.deferred[k]).at = listed | uint32(k)
+	}
+}
+
 // addDeferred puts due timer i on the deferred list.
 func (e *Engine) addDeferred(i uint32) {
 	s := &e.lane
@@ -452,9 +481,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s := &e.lane
 	h := e.height
 	p := &s.params
-	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
-		e.addDeferred(uint32(t.Val))
-	}
+	e.listAll(due)
 	e.expireWindow(h)
 
 	// Classify every due timer (step 4) and price the candidates (steps 5-6).
@@ -465,6 +492,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	// the timers' records and fee fields overlap rather than queue.
 	live := s.live[:0] // positions on the deferred list of the unexpired
 	for k, i := range s.deferred {
+		// Loads ahead: the record two steps away, then its fee fields.
+		if j := k + 2*ahead; j < len(s.deferred) {
+			e.prefetchRec(s.deferred[j])
+		}
+		if j := k + ahead; j < len(s.deferred) {
+			e.prefetchFee(e.recs.At(s.deferred[j]))
+		}
 		if r := e.recs.At(i); h > e.expiry(r, e.feeOf(r)) {
 			gcs = append(gcs, gcCand{i, Expired})
 		} else {
