@@ -9,9 +9,10 @@
 // internal/calendar), heap (hand-written binary heap), container_heap,
 // btree (tidwall/btree ordered map, Aptos' BigOrderedMap approach) and
 // map_slices (height -> slice, CIP-5's node layout). Gaps: exp (geometric,
-// mean 1024), uniform (1..2000), bimodal (90% 1..64, 10% 50,000..500,000,
-// through the epoch tier) and far (90% 1..64, 10% 500,000..5,000,000,
-// through the overflow tier as well). Residents start
+// mean 1024), uniform (1..2000), bimodal (90% 1..64, 10% 50,000..500,000),
+// far (90% 1..64, 10% 500,000..5,000,000; both through the epoch tier of
+// the default layout) and beyond (90% 1..64, 10% 10M..100M, through the
+// overflow B-tree as well). Residents start
 // in the model's equilibrium, so no warm-up is needed. allocs/Mop is the
 // exact allocation count per million ops, which allocs/op truncates.
 //

@@ -36,6 +36,7 @@ var dists = []dist{
 	{"uniform", func(r *rand.Rand) uint64 { return 1 + r.Uint64N(2000) }},
 	{"bimodal", bimodalGap},
 	{"far", farGap},
+	{"beyond", beyondGap},
 }
 
 // survival[g] is P(X >= g) in 0.64 fixed point for X geometric with success
@@ -68,13 +69,23 @@ func bimodalGap(r *rand.Rand) uint64 {
 }
 
 // farGap is bimodal with the far gaps ten times longer (500,000..5,000,000):
-// under the default layout the epoch tier ends 528,384 blocks ahead, so
-// these far timers start in the overflow tier.
+// under the default layout the epoch tier ends 8,392,704 blocks ahead, so
+// these far timers too pass through the epoch tier.
 func farGap(r *rand.Rand) uint64 {
 	if r.Uint64N(10) != 0 {
 		return 1 + r.Uint64N(64)
 	}
 	return 500_000 + r.Uint64N(4_500_001)
+}
+
+// beyondGap is bimodal with the far gaps beyond the default epoch tier
+// (10,000,000..100,000,000 blocks): these start in the overflow B-tree, the
+// slow path.
+func beyondGap(r *rand.Rand) uint64 {
+	if r.Uint64N(10) != 0 {
+		return 1 + r.Uint64N(64)
+	}
+	return 10_000_000 + r.Uint64N(90_000_001)
 }
 
 // workload is one distribution's gaps and the heights of the resident timers

@@ -21,7 +21,7 @@ const demoHelp = `usage: timerlane demo [flags]
 Runs a deterministic scenario on an in-memory engine with the default
 config and prints what it measured. Many actors send transactions that
 schedule one-shot timers (most a few blocks ahead, some tens of thousands
-and some up to a million blocks ahead, so that they start in the ring, the
+and some over 8 million blocks ahead, so that they start in the ring, the
 epoch tier or the overflow tree) and cancel some of their own; one actor in
 ten keeps a heartbeat that reschedules itself from its handler. After the
 load blocks the demo drains: it jumps over empty stretches with SkipEmpty
@@ -446,7 +446,8 @@ func (s *scenario) userTx(h uint64, quota int) (int, error) {
 }
 
 // pickHeight: 60% near (ring), 20% tens of thousands of blocks ahead
-// (epoch tier), 20% up to a million ahead (overflow tree).
+// (epoch tier), 20% up to a million blocks beyond the epoch tier's reach
+// (overflow tree; 8.4 to 9.4 million blocks ahead under the default layout).
 func (s *scenario) pickHeight(h uint64) uint64 {
 	switch r := s.rng.IntN(10); {
 	case r < 6:
@@ -454,7 +455,8 @@ func (s *scenario) pickHeight(h uint64) uint64 {
 	case r < 8:
 		return h + 10_000 + s.rng.Uint64N(50_000)
 	}
-	return h + 100_000 + s.rng.Uint64N(900_001)
+	reach := s.cfg.RingSize + s.cfg.EpochLength*s.cfg.EpochCount
+	return h + reach + s.rng.Uint64N(1_000_001)
 }
 
 // schedule makes one call, counting the rejections the scenario provokes

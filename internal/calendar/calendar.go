@@ -73,8 +73,10 @@ type Layout struct {
 	EpochCount  uint64 // epochs in the epoch tier, >= 1
 }
 
-// DefaultLayout suits a node: 4096 blocks in the ring, 64 epochs of 1024.
-var DefaultLayout = Layout{RingSize: 4096, EpochLength: 1024, EpochCount: 512}
+// DefaultLayout suits a node: 4096 blocks in the ring, 8192 epochs of 1024
+// (8.4M blocks, beyond CIP-1's default TTL bound of 2,592,000) in the epoch
+// tier, so that only timers set further ahead than that pay for the B-tree.
+var DefaultLayout = Layout{RingSize: 4096, EpochLength: 1024, EpochCount: 8192}
 
 // Validate reports a layout outside the bounds the tiers accept.
 func (l Layout) Validate() error {
