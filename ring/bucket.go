@@ -21,19 +21,25 @@ func (b *Bucket) Empty() bool { return b.Live == 0 }
 // Push appends e (e.Seq must not be 0) and returns its position.
 func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 	if b.tail == nilChunk || b.tailLen == ChunkLen {
-		n := c.alloc()
-		if b.tail == nilChunk {
-			b.head = n
-		} else {
-			c.slab.At(b.tail).next = n
-		}
-		b.tail, b.tailLen = n, 0
+		b.newTail(c)
 	}
 	c.slab.At(b.tail).e[b.tailLen] = e
 	p := Pos(b.tail*ChunkLen + b.tailLen)
 	b.tailLen++
 	b.Live++
 	return p
+}
+
+// newTail links a new, empty chunk at the tail: Push's slow path, apart so
+// that the rest of Push is small enough to inline.
+func (b *Bucket) newTail(c *Chunks) {
+	n := c.alloc()
+	if b.tail == nilChunk {
+		b.head = n
+	} else {
+		c.slab.At(b.tail).next = n
+	}
+	b.tail, b.tailLen = n, 0
 }
 
 // Prefetch starts loading the slot the next Push will write, if the tail
@@ -140,26 +146,42 @@ func (b *Bucket) Drain() Iter {
 type Iter struct {
 	chunk, tail uint32
 	tailLen, i  uint32
+	ch          *chunk // chunk's memory, once Next has been there
+	n           uint32 // entries written in ch
 }
 
-// Next returns the next live entry, or false when none is left.
+// Next returns the next live entry, or false when none is left. Its fast
+// path, the next entry of the chunk at hand, inlines.
 func (it *Iter) Next(c *Chunks) (Entry, bool) {
-	for it.chunk != nilChunk {
-		ch := c.slab.At(it.chunk)
-		n := uint32(ChunkLen)
-		if it.chunk == it.tail {
-			n = it.tailLen
+	if it.i < it.n { // n is 0 until next has loaded ch
+		e := it.ch.e[it.i%ChunkLen]
+		it.i++
+		if e.Seq != 0 {
+			return e, true
 		}
-		for it.i < n {
-			e := ch.e[it.i]
+	}
+	return it.next(c)
+}
+
+// next is Next past tombstones and chunk ends.
+func (it *Iter) next(c *Chunks) (Entry, bool) {
+	for it.chunk != nilChunk {
+		if it.ch == nil {
+			it.ch, it.n = c.slab.At(it.chunk), ChunkLen
+			if it.chunk == it.tail {
+				it.n = it.tailLen
+			}
+		}
+		for it.i < it.n {
+			e := it.ch.e[it.i]
 			it.i++
 			if e.Seq != 0 {
 				return e, true
 			}
 		}
-		next := ch.next
+		next := it.ch.next
 		c.release(it.chunk)
-		it.chunk, it.i = next, 0
+		it.chunk, it.i, it.ch, it.n = next, 0, nil, 0
 	}
 	return Entry{}, false
 }
