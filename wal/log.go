@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -104,7 +105,8 @@ func (o Options) withDefaults() Options {
 	if o.SegmentSize <= 0 {
 		o.SegmentSize = 64 << 20
 	}
-	const maxBody = 1<<32 - 1 - recMinLength
+	// A record length is a uint32; on 32-bit platforms an int bounds it first.
+	const maxBody = min(1<<32-1-recMinLength, math.MaxInt)
 	if o.MaxBodySize <= 0 {
 		o.MaxBodySize = 256 << 20
 	}
