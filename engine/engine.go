@@ -438,12 +438,20 @@ const ahead = 8
 // prefetchRec starts loading record i.
 func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(i))) }
 
-// prefetchNew starts loading the record the next new timer will take and
-// the queue slot a timer of height h would take, so that their cache
-// misses overlap the Keccak of its id instead of following it.
-func (e *Engine) prefetchNew(h uint64) {
+// prefetchNew starts loading the record the next new timer will take, the
+// pool slot of its dataLen bytes (handler ++ payload) and the queue slot a
+// timer of height h would take, so that their cache misses overlap the
+// Keccak of its id instead of following it.
+func (e *Engine) prefetchNew(h uint64, dataLen int) {
 	if k := len(e.free); k > 0 {
-		prefetch.Line(unsafe.Pointer(e.recs.At(e.free[k-1])))
+		i := e.free[k-1]
+		prefetch.Line(unsafe.Pointer(e.recs.At(i)))
+		if dataLen > 0 {
+			prefetch.Line(unsafe.Pointer(e.lens.At(i)))
+		}
+	}
+	if dataLen > 0 && dataLen <= bytepool.MaxLen {
+		e.data.Prefetch(dataLen)
 	}
 	e.q.Prefetch(h)
 }

@@ -122,7 +122,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	if e.actors.recs[s.actorIdx].pending >= e.cfg.MaxTimersPerActor {
 		return out, ErrTooManyTimers
 	}
-	e.prefetchNew(height)
+	e.prefetchNew(height, len(rt.handler)+len(rt.body))
 	e.timerID(&out.ID, &s.actor, height, payload, s.nonce)
 	at, _, dup := e.ids.lookup(&out.ID)
 	if dup {

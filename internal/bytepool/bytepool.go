@@ -4,7 +4,12 @@
 // state. A string is named by a uint32 reference; 0 names the empty string.
 package bytepool
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/prefetch"
+)
 
 const (
 	minShift   = 4  // smallest class: 16 bytes
@@ -65,6 +70,20 @@ func (p *Pool) Alloc(n int) (uint32, []byte) {
 	cl.inUse++
 	ref := uint32(c)<<idxBits | (it + 1)
 	return ref, p.Get(ref, n)
+}
+
+// Prefetch starts loading the memory the next Alloc(n) will hand out, if
+// it exists yet (0 < n <= MaxLen). It is a hint: it changes nothing.
+func (p *Pool) Prefetch(n int) {
+	cl := &p.classes[classOf(n)]
+	it := int(cl.next)
+	if k := len(cl.free); k > 0 {
+		it = int(cl.free[k-1])
+	}
+	if cl.size == 0 || it/cl.perChk >= len(cl.chunks) {
+		return
+	}
+	prefetch.Line(unsafe.Pointer(&cl.chunks[it/cl.perChk][(it%cl.perChk)*cl.size]))
 }
 
 // Get returns the n bytes stored under ref.

@@ -168,3 +168,24 @@ func TestContentsPreserved(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchChangesNothing: Prefetch is a hint, for any length, before
+// and after a class exists and with its free list empty or not.
+func TestPrefetchChangesNothing(t *testing.T) {
+	var p Pool
+	for _, n := range []int{1, 16, 17, 1000, MaxLen} {
+		p.Prefetch(n) // no class yet
+	}
+	ref, buf := p.Alloc(20)
+	copy(buf, "twenty bytes exactly")
+	p.Prefetch(20) // the next unused item of the class
+	other, _ := p.Alloc(20)
+	p.Free(other)
+	p.Prefetch(20) // the top of the free list
+	if got := string(p.Get(ref, 20)); got != "twenty bytes exactly" {
+		t.Fatalf("Get after prefetches: %q", got)
+	}
+	if again, _ := p.Alloc(20); again != other {
+		t.Fatalf("Alloc after Prefetch returned %#x, want the freed %#x", again, other)
+	}
+}
