@@ -143,13 +143,32 @@ type gcCand struct {
 // cand is a due timer that may run in this block.
 type cand struct {
 	prio     Amount
-	maxCost  Amount
 	gas      uint64
 	weight   uint32
 	rec      uint32
-	payer    Address
 	payerIdx uint32 // the payer's actor index, if it is an actor with timers
 	covered  bool   // max_cost fits in 128 bits
+	feePayer bool   // the payer is the fee_payer of its fee fields, not its actor
+}
+
+// A candidate is 40 bytes: a block's candidates are read in several passes
+// and should stay in cache between them, so what can be derived again
+// cheaply (max_cost, the payer's address) is not stored.
+
+// maxCost is c's max_cost, (basefee + priority fee) × gas limit (CIP-1
+// §3 step 8); c.covered must be true.
+func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64(c.gas) }
+
+// candPayer is who pays c: read from its timer's record, whose actor entry
+// lives as long as the record (an actor index held by c alone could be
+// freed and reused once the GC lane or a fire has dropped that actor's
+// last timer).
+func (e *Engine) candPayer(c *cand) Address {
+	r := e.recs.At(c.rec)
+	if c.feePayer {
+		return e.lane.fees.At(r.fee).FeePayer
+	}
+	return e.actors.recs[r.actor].addr
 }
 
 func (s *laneState) init(c Config) {
@@ -293,21 +312,23 @@ func (e *Engine) available(c *cand) Amount {
 			s.avail = append(s.avail, make([]availRec, int(i)+1-len(s.avail))...)
 		}
 		if a := &s.avail[i]; a.block != e.height {
-			a.block, a.left = e.height, s.ledger.Balance(c.payer)
+			a.block, a.left = e.height, s.ledger.Balance(e.candPayer(c))
 		}
 		return s.avail[i].left
 	}
-	return s.ledger.Balance(c.payer).SubWrap(s.reserved[c.payer]) // reserved <= balance
+	payer := e.candPayer(c)
+	return s.ledger.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
 }
 
 // reserve takes c's max_cost from its payer's available amount avail.
 func (e *Engine) reserve(c *cand, avail Amount) {
 	s := &e.lane
 	if i := c.payerIdx; i != 0 {
-		s.avail[i].left = avail.Sub(c.maxCost)
+		s.avail[i].left = avail.Sub(s.maxCost(c))
 		return
 	}
-	s.reserved[c.payer] = s.reserved[c.payer].Add(c.maxCost)
+	payer := e.candPayer(c)
+	s.reserved[payer] = s.reserved[payer].Add(s.maxCost(c))
 }
 
 // availRec is a payer's available amount during one block's selection.
@@ -528,12 +549,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		w := s.window.Weight(r.actor)
 		perCycle, ok1 := u128.Add(s.basefee, prio)
-		maxCost, ok2 := u128.Mul64(perCycle, gas)
+		_, ok2 := u128.Mul64(perCycle, gas)
 		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
 		minGas = min(minGas, gas)
 		cands = append(cands, cand{
-			prio: prio, maxCost: maxCost, gas: gas, weight: w,
-			rec: i, payer: e.payer(r, f), payerIdx: e.payerIdx(r, f), covered: ok1 && ok2,
+			prio: prio, gas: gas, weight: w,
+			rec: i, payerIdx: e.payerIdx(r, f), covered: ok1 && ok2,
+			feePayer: f != nil && f.Set&HasFeePayer != 0,
 		})
 	}
 	// Sort (step 7): effective priority descending, then timer id.
@@ -575,7 +597,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		c := &cands[key.k]
 		avail := e.available(c)
-		if !c.covered || avail.Cmp(c.maxCost) < 0 {
+		if !c.covered || avail.Cmp(s.maxCost(c)) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
@@ -589,7 +611,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	for _, key := range keys[next:n] { // none of these can fit
 		c := &cands[key.k]
-		if !c.covered || e.available(c).Cmp(c.maxCost) < 0 {
+		if !c.covered || e.available(c).Cmp(s.maxCost(c)) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
@@ -627,8 +649,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		c := &cands[k]
 		r := e.recs.At(c.rec)
 		fee := &s.fee
-		*fee = FireFee{FeePayer: c.payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: c.maxCost}
-		if err := s.ledger.Debit(c.payer, c.maxCost); err != nil {
+		maxCost := s.maxCost(c) // selected, so covered
+		*fee = FireFee{FeePayer: e.candPayer(c), GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: maxCost}
+		if err := s.ledger.Debit(fee.FeePayer, maxCost); err != nil {
 			// Only an executor that moved funds during this block gets
 			// here: the timer, already taken, is collected as CIP-1 §3
 			// step 8 says.
@@ -647,7 +670,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		// Exact split of the pre-charge: refund + tip + burned = max_cost.
 		fee.Tip = c.prio.Mul64(billed)
 		fee.Burned = s.basefee.Mul64(billed)
-		fee.Refund = c.maxCost.Sub(fee.Tip).Sub(fee.Burned)
+		fee.Refund = maxCost.Sub(fee.Tip).Sub(fee.Burned)
 		e.settle(fee)
 		fig.Tips, fig.Burned = u128.SatAdd(fig.Tips, fee.Tip), u128.SatAdd(fig.Burned, fee.Burned)
 		fired = append(fired, c.prio)
