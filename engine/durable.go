@@ -49,9 +49,9 @@ type durable struct {
 	every   uint64 // records between snapshots
 	journal []TimerID
 	sorted  []TimerID    // logBlock's scratch: the journal in order
-	order   []radix.Item // logBlock's sort items, and radixSort's scratch
-	spare   []radix.Item
-	fair    []byte // the block's fairness entries (appendFairEntry)
+	order   []radix.Item // logBlock's sort items
+	spare   []radix.Item // their scratch
+	fair    []byte       // the block's fairness entries (appendFairEntry)
 	ups     []uint32
 	dels    []uint32
 	nfair   uint32
@@ -206,12 +206,11 @@ func (e *Engine) logBlock() error {
 	d.ups, d.dels = ups, dels
 	// Upserts by sequence, as (seq, record) items: a comparison sort
 	// would read two records at every step.
-	items, vdiff := d.order[:0], uint64(0)
+	items := d.order[:0]
 	for _, i := range ups {
 		items = append(items, radix.Item{Key: e.recs.At(i).seq, Pos: i})
-		vdiff |= items[len(items)-1].Key ^ items[0].Key
 	}
-	items, d.spare = radix.Sort(items, d.spare, vdiff)
+	items, d.spare = radix.Sort(items, d.spare, radix.Diff(items))
 	for k, it := range items {
 		ups[k] = it.Pos
 	}

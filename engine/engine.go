@@ -121,11 +121,14 @@ func (u *undo) held() holds { return holds{data: u.x, actor: u.y, fee: u.z} }
 
 // cancelUndo is the undo of a cancel (or a fire, or a collect) of record i.
 func cancelUndo(i uint32, r *rec) undo {
-	return undo{rec: i, kind: undoCancel, x: r.data, y: r.actor, z: r.fee}
+	h := r.held()
+	return undo{rec: i, kind: undoCancel, x: h.data, y: h.actor, z: h.fee}
 }
 
 // holds is what a record holds in other tables, freed with it.
 type holds struct{ data, actor, fee uint32 }
+
+func (r *rec) held() holds { return holds{data: r.data, actor: r.actor, fee: r.fee} }
 
 type undoKind uint8
 
@@ -519,8 +522,7 @@ func (e *Engine) drop(i uint32) {
 
 // release frees a timer that is no longer in the queue or the index.
 func (e *Engine) release(i uint32) {
-	r := e.recs.At(i)
-	e.releaseHeld(i, holds{data: r.data, actor: r.actor, fee: r.fee})
+	e.releaseHeld(i, e.recs.At(i).held())
 }
 
 // releaseHeld frees record i, which holds h, without reading it: the next

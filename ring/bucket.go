@@ -30,8 +30,8 @@ func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 	return p
 }
 
-// newTail links a new, empty chunk at the tail: Push's slow path, apart so
-// that the rest of Push is small enough to inline.
+// newTail links a new, empty chunk at the tail: Push's slow path, once per
+// ChunkLen pushes, kept out of its common path.
 func (b *Bucket) newTail(c *Chunks) {
 	n := c.alloc()
 	if b.tail == nilChunk {
@@ -150,8 +150,9 @@ type Iter struct {
 	n           uint32 // entries written in ch
 }
 
-// Next returns the next live entry, or false when none is left. Its fast
-// path, the next entry of the chunk at hand, inlines.
+// Next returns the next live entry, or false when none is left. Its common
+// path reads the next entry of the chunk at hand, whose memory the
+// iterator keeps, instead of looking the chunk up in the slab each time.
 func (it *Iter) Next(c *Chunks) (Entry, bool) {
 	if it.i < it.n { // n is 0 until next has loaded ch
 		e := it.ch.e[it.i%ChunkLen]
