@@ -106,25 +106,28 @@ type laneState struct {
 	deferred []uint32      // records of due timers that have not run; rec.at is listed | position
 	reasons  []DeferReason // parallel to deferred
 
-	fees      slab.Slab[feeRec]
-	feeFree   uint32
-	nfees     uint32
-	cands     []cand
-	sel       []uint32 // indices in cands of the selected, in priority order
-	keys      []sortKey
-	sorter    keySorter
-	ordered   []cand   // the candidates in priority order (the other cands buffer)
-	taken     []uint32 // records of the selected timers
-	live      []uint32 // positions on deferred of the unexpired due timers
-	gcs       []gcCand
-	fired     []Amount
-	order     []uint32
-	reserved  map[Address]Amount // selection: max_cost reserved per payer that is not an actor
-	avail     []availRec         // selection: per payer that is an actor, by actor index
-	tipsDue   Amount             // tips of this block's fires, not yet paid
-	burnDue   Amount             // basefee of this block's fires, not yet burned
-	fireCount []uint32           // fires of this block, by actor index
-	firing    []uint32           // actors with fires in this block
+	fees     slab.Slab[feeRec]
+	feeFree  uint32
+	nfees    uint32
+	cands    []cand
+	sel      []uint32 // indices in cands of the selected, in priority order
+	keys     []sortKey
+	sorter   keySorter
+	ordered  []cand   // the candidates in priority order (the other cands buffer)
+	taken    []uint32 // records of the selected timers
+	gcs      []gcCand
+	fired    []Amount
+	order    []uint32
+	reserved map[Address]Amount // selection: max_cost reserved per payer that is not an actor
+	avail    []availRec         // selection: per payer that is an actor, by actor index
+	weights  []weightRec        // W by actor index
+	// gen counts lane ends of block: it stamps the per-actor entries above.
+	// Not the height, which a block run again after a rollback repeats.
+	gen       uint64
+	tipsDue   Amount   // tips of this block's fires, not yet paid
+	burnDue   Amount   // basefee of this block's fires, not yet burned
+	fireCount []uint32 // fires of this block, by actor index
+	firing    []uint32 // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
 	onExpired func(height uint64, actor uint32, n uint64)
@@ -311,8 +314,8 @@ func (e *Engine) available(c *cand) Amount {
 		if int(i) >= len(s.avail) {
 			s.avail = append(s.avail, make([]availRec, int(i)+1-len(s.avail))...)
 		}
-		if a := &s.avail[i]; a.block != e.height {
-			a.block, a.left = e.height, s.ledger.Balance(e.candPayer(c))
+		if a := &s.avail[i]; a.gen != s.gen {
+			a.gen, a.left = s.gen, s.ledger.Balance(e.candPayer(c))
 		}
 		return s.avail[i].left
 	}
@@ -331,10 +334,31 @@ func (e *Engine) reserve(c *cand, avail Amount) {
 	s.reserved[payer] = s.reserved[payer].Add(s.maxCost(c))
 }
 
+// weight is W(actor) for actor index a in this block, computed once per
+// actor and block: a division each, where a block has far more timers
+// than actors.
+func (e *Engine) weight(a uint32) uint32 {
+	s := &e.lane
+	if int(a) >= len(s.weights) {
+		s.weights = append(s.weights, make([]weightRec, int(a)+1-len(s.weights))...)
+	}
+	wr := &s.weights[a]
+	if wr.gen != s.gen {
+		wr.gen, wr.w = s.gen, s.window.Weight(a)
+	}
+	return wr.w
+}
+
+// weightRec is an actor's W during one block's end.
+type weightRec struct {
+	gen uint64 // the end of block it is for; older entries are stale
+	w   uint32
+}
+
 // availRec is a payer's available amount during one block's selection.
 type availRec struct {
-	block uint64 // the block it is for; older entries are stale
-	left  Amount
+	gen  uint64 // the end of block it is for; older entries are stale
+	left Amount
 }
 
 // payer is who pays timer r's fires: its fee_payer, or its actor.
@@ -500,6 +524,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		return fifo{}.endBlock(e, x, due)
 	}
 	s := &e.lane
+	s.gen++
 	h := e.height
 	p := &s.params
 	e.listAll(due)
@@ -509,9 +534,6 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	fireCap := p.MaxCyclesPerFireAuction
 	cands, gcs, keys := s.cands[:0], s.gcs[:0], s.keys[:0]
 	minGas := uint64(math.MaxUint64)
-	// Step 4's TTL test first: a short loop, so that the cache misses on
-	// the timers' records and fee fields overlap rather than queue.
-	live := s.live[:0] // positions on the deferred list of the unexpired
 	for k, i := range s.deferred {
 		// Loads ahead: the record two steps away, then its fee fields.
 		if j := k + 2*ahead; j < len(s.deferred) {
@@ -520,16 +542,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if j := k + ahead; j < len(s.deferred) {
 			e.prefetchFee(e.recs.At(s.deferred[j]))
 		}
-		if r := e.recs.At(i); h > e.expiry(r, e.feeOf(r)) {
-			gcs = append(gcs, gcCand{i, Expired})
-		} else {
-			live = append(live, uint32(k))
-		}
-	}
-	for _, k := range live {
-		i := s.deferred[k]
 		r := e.recs.At(i)
 		f := e.feeOf(r)
+		if h > e.expiry(r, f) {
+			gcs = append(gcs, gcCand{i, Expired})
+			continue
+		}
 		gas := fireCap
 		if f != nil && f.Set&HasGasLimit != 0 {
 			gas = f.GasLimit
@@ -547,7 +565,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if b.MaxPriorityFee.Cmp(prio) < 0 {
 			prio = b.MaxPriorityFee
 		}
-		w := s.window.Weight(r.actor)
+		w := e.weight(r.actor)
 		perCycle, ok1 := u128.Add(s.basefee, prio)
 		_, ok2 := u128.Mul64(perCycle, gas)
 		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
@@ -575,27 +593,28 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	if useHeap {
 		heapKeys(keys, s.tie)
 	} else {
-		keys = s.sorter.sort(keys, s.tie)
 		// Lay the candidates out in that order: the passes below then
 		// read them in sequence instead of missing the cache on each.
 		ordered := s.ordered[:0]
-		for j := range keys {
-			ordered = append(ordered, cands[keys[j].k])
-			keys[j].k = uint32(j)
+		for _, j := range s.sorter.sort(keys, s.tie) {
+			ordered = append(ordered, cands[j])
 		}
 		cands, s.ordered = ordered, cands[:0]
 	}
-	n, next := len(keys), 0 // the walk's unvisited keys: keys[next:n]
+	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
+	// cands[next:n].
+	n, next := len(cands), 0
 	for next < n && p.LaneTimerCycles-budget >= minGas {
-		key := keys[next]
+		k := next
 		if useHeap {
+			k = int(keys[0].k)
 			n--
 			keys[0] = keys[n]
 			siftKeys(keys[:n], 0, s.tie)
 		} else {
 			next++
 		}
-		c := &cands[key.k]
+		c := &cands[k]
 		avail := e.available(c)
 		if !c.covered || avail.Cmp(s.maxCost(c)) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
@@ -607,10 +626,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		budget += c.gas
 		e.reserve(c, avail)
-		sel = append(sel, key.k)
+		sel = append(sel, uint32(k))
 	}
-	for _, key := range keys[next:n] { // none of these can fit
-		c := &cands[key.k]
+	for j := next; j < n; j++ { // none of these can fit
+		c := &cands[j]
+		if useHeap {
+			c = &cands[keys[j].k]
+		}
 		if !c.covered || e.available(c).Cmp(s.maxCost(c)) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
@@ -645,7 +667,10 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	e.take(taken)
 	s.taken = taken[:0]
 	fired := s.fired[:0]
-	for _, k := range sel {
+	for j, k := range sel {
+		if j+ahead < len(sel) {
+			e.prefetchRec(cands[sel[j+ahead]].rec)
+		}
 		c := &cands[k]
 		r := e.recs.At(c.rec)
 		fee := &s.fee
@@ -706,7 +731,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
-	s.cands, s.sel, s.gcs, s.live = cands[:0], sel[:0], gcs[:0], live[:0]
+	s.cands, s.sel, s.gcs = cands[:0], sel[:0], gcs[:0]
 	res.Lane = fig
 	return res
 }

@@ -378,6 +378,23 @@ func TestLaneReservation(t *testing.T) {
 	require.Contains(t, lines[1], fmt.Sprintf("fire %x", first[:2]))
 }
 
+// A block run again after a rollback starts its selection from the
+// ledger's balances, not from what the rolled-back run had reserved.
+func TestLaneReservationAfterRollback(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) { c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1") })
+	l.fund(actorA, "350000") // one max_cost of 250,000, plus a little
+	l.block(1, actorA, func(tx engine.Tx) {
+		l.schedule(tx, 2, "a", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("0")})
+		l.schedule(tx, 2, "b", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("0")})
+	})
+	res, _ := l.block(2, actorA, nil)
+	require.Equal(t, 1, res.Fired)
+	require.NoError(t, l.e.Rollback(1))
+	l.fund(actorA, "1000000") // now enough for both
+	res, _ = l.block(2, actorA, nil)
+	require.Equal(t, 2, res.Fired, "gc %d", res.GC)
+}
+
 type fixedAgent struct {
 	bid   engine.Bid
 	err   error

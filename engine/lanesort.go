@@ -44,81 +44,92 @@ func (a *sortKey) compare(b *sortKey, tie func(a, b uint32) bool) int {
 
 // keySorter sorts a block's keys; it keeps its buffers between blocks.
 type keySorter struct {
-	a, b  []radix.Item
-	spare []sortKey
+	a, b  []uint64
+	order []uint32
 }
 
-// sort returns x sorted by before, in a buffer of the sorter's; x's
-// becomes the sorter's spare. Keys of one block share their high bytes
-// (priorities are small numbers), so it sorts by the 64 bits of w from
-// the most significant one that is not the same in every key: a least
-// significant digit first radix sort of (those bits, position) items,
-// one linear pass per byte that varies, where a comparison sort would
-// make 130,000 comparisons of 10,000 candidates. Runs that agree on
-// those bits are then put in full order by comparisons; within a block
-// they are real ties, rare since the bits reach into the timer ids.
-func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []sortKey {
+// sort returns the positions in x of its keys in the order of before. Keys
+// of one block share their high bytes (priorities are small numbers), so
+// it reads w from its most significant bit that is not the same in every
+// key, takes as many of those bits as it needs to tell keys apart (those
+// that vary among the effective priorities, then some 8 more than log2 n
+// of the timer id) and packs them, above the key's position, in one word:
+// a radix sort of those words makes a linear pass per 11 bits, where a
+// comparison sort would make 130,000 comparisons of 10,000 candidates.
+// Runs that agree on those bits are then put in full order by
+// comparisons; they are rare, short, or real ties.
+func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
+	order := s.order[:0]
 	if len(x) < 32 {
-		insertKeys(x, tie)
-		return x
+		for i := range x {
+			order = append(order, uint32(i))
+		}
+		s.order = order
+		orderPos(order, x, tie)
+		return order
 	}
 	var diff [4]uint64 // the bits in which some key differs from x[0]
+	first := x[0].w
 	for i := range x {
-		for j := range diff {
-			diff[j] |= x[i].w[j] ^ x[0].w[j]
-		}
+		w := &x[i].w
+		diff[0] |= w[0] ^ first[0]
+		diff[1] |= w[1] ^ first[1]
+		diff[2] |= w[2] ^ first[2]
+		diff[3] |= w[3] ^ first[3]
 	}
 	word := 0
 	for word < 3 && diff[word] == 0 {
 		word++
 	}
 	shift := uint(bits.LeadingZeros64(diff[word])) // 64 when all keys are equal
+	posBits := bits.Len(uint(len(x)))
+	need := 64
+	switch word {
+	case 2: // the priorities vary in their low word: 64 - shift bits
+		need = 64 - int(shift) + posBits + 8
+	case 3: // equal priorities: only the ids vary
+		need = posBits + 8
+	}
+	passes := min((need+radix.HighDigitBits-1)/radix.HighDigitBits, (64-posBits)/radix.HighDigitBits, radix.MaxHighPasses)
+	keep := ^uint64(0) << (64 - radix.HighDigitBits*passes)
 	a := s.a[:0]
-	var vdiff uint64
 	for i := range x {
 		v := x[i].w[word] << shift
-		if word < 3 && shift > 0 {
+		if word < 3 && shift > 0 && shift < 64 {
 			v |= x[i].w[word+1] >> (64 - shift)
 		}
-		a = append(a, radix.Item{Key: v, Pos: uint32(i)})
-		vdiff |= v ^ a[0].Key
+		a = append(a, v&keep|uint64(i))
 	}
-	a, b := radix.Sort(a, s.b, vdiff)
-	out := s.spare[:0]
-	for _, it := range a {
-		out = append(out, x[it.Pos])
+	a, b := radix.SortHigh(a, s.b, passes)
+	for _, v := range a {
+		order = append(order, uint32(v&^keep))
 	}
 	for i := 0; i < len(a); {
 		j := i + 1
-		for j < len(a) && a[j].Key == a[i].Key {
+		for j < len(a) && a[j]&keep == a[i]&keep {
 			j++
 		}
 		if j-i > 1 {
-			orderKeys(out[i:j], tie)
+			orderPos(order[i:j], x, tie)
 		}
 		i = j
 	}
-	s.a, s.b, s.spare = a[:0], b[:0], x[:0]
-	return out
+	s.a, s.b, s.order = a[:0], b[:0], order
+	return order
 }
 
-// orderKeys sorts x by before: by insertion when short, as runs of equal
-// sorting windows are.
-func orderKeys(x []sortKey, tie func(a, b uint32) bool) {
-	if len(x) <= 12 {
-		insertKeys(x, tie)
+// orderPos sorts the positions p by before of their keys in x: by
+// insertion when short, as runs of equal sorting windows are.
+func orderPos(p []uint32, x []sortKey, tie func(a, b uint32) bool) {
+	if len(p) <= 12 {
+		for i := 1; i < len(p); i++ {
+			for j := i; j > 0 && x[p[j]].before(&x[p[j-1]], tie); j-- {
+				p[j], p[j-1] = p[j-1], p[j]
+			}
+		}
 		return
 	}
-	slices.SortFunc(x, func(a, b sortKey) int { return a.compare(&b, tie) })
-}
-
-// insertKeys sorts a short x by before.
-func insertKeys(x []sortKey, tie func(a, b uint32) bool) {
-	for i := 1; i < len(x); i++ {
-		for j := i; j > 0 && x[j].before(&x[j-1], tie); j-- {
-			x[j], x[j-1] = x[j-1], x[j]
-		}
-	}
+	slices.SortFunc(p, func(a, b uint32) int { return x[a].compare(&x[b], tie) })
 }
 
 // heapKeys arranges x as a heap whose top comes first by before; with
