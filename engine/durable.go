@@ -343,7 +343,7 @@ func (e *Engine) applyRecord(body []byte) error {
 			if r.fee == 0 {
 				r.fee = e.allocFee()
 			}
-			e.lane.fees.At(r.fee).Fees = t.fees
+			*e.lane.fees.At(r.fee) = t.fees
 			e.histOp(h)
 			e.touch(&u.id)
 			continue

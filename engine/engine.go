@@ -27,7 +27,7 @@ type rec struct {
 	at     uint32 // where it waits: a ring.Pos, or listed|k for place k on the lane's deferred list
 	actor  uint32 // index in the actor table
 	data   uint32 // bytepool reference of handler bytes ++ payload; its lengths are in Engine.lens
-	fee    uint32 // lane fee fields (feeRec), 0 for none
+	fee    uint32 // lane fee fields (laneState.fees), 0 for none
 }
 
 // A record is 64 bytes, one cache line, so that cancelling or firing a
@@ -279,7 +279,8 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 }
 
 // take removes due timers from the pending set: their ids are no longer
-// pending and they no longer count toward their actors' caps. It works in
+// pending and they no longer count toward their actors' caps; those on the
+// lane's deferred list are marked for compactList to drop. It works in
 // passes over the list, each a short loop of independent loads, so that
 // the cache misses of many timers overlap instead of queueing one timer
 // at a time.
@@ -289,16 +290,19 @@ func (e *Engine) take(due []uint32) {
 		if j := k + ahead; j < len(due) {
 			e.prefetchRec(due[j])
 		}
-		tags = append(tags, e.ids.tag(&e.recs.At(i).id))
+		r := e.recs.At(i)
+		tags = append(tags, e.ids.tag(&r.id))
+		e.actors.recs[r.actor].pending--
+		if at, ok := r.onList(); ok { // the lane's: compactList drops it
+			e.lane.reasons[at] = unlisted
+		}
+		r.at = 0
 	}
 	for k, i := range due {
 		if j := k + ahead; j < len(tags) {
 			e.ids.prefetch(tags[j])
 		}
 		e.ids.delRec(tags[k], i)
-	}
-	for _, i := range due {
-		e.actors.recs[e.recs.At(i).actor].pending--
 	}
 	e.tags = tags[:0]
 	e.pending -= len(due)

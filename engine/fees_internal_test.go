@@ -74,6 +74,54 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+// TestMedianSelect checks the quickselect's median against a sort's, on
+// inputs that defeat naive pivots: sorted, reversed, organ pipe, few
+// distinct values, all equal, and values above 2^64.
+func TestMedianSelect(t *testing.T) {
+	r := newRand(11)
+	for _, n := range []int{1, 2, 3, 16, 17, 18, 100, 101, 1000, 10001} {
+		for shape := range 6 {
+			xs := make([]Amount, n)
+			for i := range xs {
+				switch shape {
+				case 0:
+					xs[i] = Amount{Lo: r()}
+				case 1:
+					xs[i] = Amount{Lo: uint64(i)}
+				case 2:
+					xs[i] = Amount{Lo: uint64(n - i)}
+				case 3:
+					xs[i] = Amount{Lo: uint64(min(i, n-i))}
+				case 4:
+					xs[i] = Amount{Lo: r() % 3}
+				case 5:
+					xs[i] = Amount{Hi: r() % 2, Lo: r() % 5}
+				}
+			}
+			sorted := slices.Clone(xs)
+			slices.SortFunc(sorted, Amount.Cmp)
+			want := sorted[n/2]
+			if n%2 == 0 {
+				a, b := sorted[n/2-1], sorted[n/2]
+				want = a.Rsh(1).Add(b.Rsh(1))
+				if a.Lo&1 == 1 && b.Lo&1 == 1 {
+					want = want.Add64(1)
+				}
+			}
+			require.Equal(t, want, median(slices.Clone(xs)), "n=%d shape=%d", n, shape)
+			for _, k := range []int{0, n / 3, n - 1} {
+				ys := slices.Clone(xs)
+				selectAmount(ys, k)
+				require.Equal(t, sorted[k], ys[k], "select %d of %d, shape %d", k, n, shape)
+				for i := range ys {
+					c := ys[i].Cmp(ys[k])
+					require.False(t, i < k && c > 0 || i > k && c < 0, "select %d of %d, shape %d: %d out of place", k, n, shape, i)
+				}
+			}
+		}
+	}
+}
+
 // TestArithmetic checks the checked and wide helpers against math/big.
 func TestArithmetic(t *testing.T) {
 	vals := []string{"0", "1", "7", "18446744073709551615", "18446744073709551616", "123456789012345678901234567890", max128}

@@ -270,6 +270,24 @@ func (e *Engine) checkConsistent(t testing.TB) {
 		}
 	}
 	require.Equal(t, n+held, int(e.nrecs)-1-len(e.free), "records in use")
+	// Every fee entry is a pending or held record's, or free, once.
+	fees := map[uint32]bool{}
+	for _, s := range e.ids.slots {
+		if s != 0 && e.recs.At(uint32(s)).fee != 0 {
+			fees[e.recs.At(uint32(s)).fee] = true
+		}
+	}
+	for k := range e.hist.ops.len() {
+		if u := e.hist.ops.at(k); u.kind == undoCancel && u.held().fee != 0 {
+			require.False(t, fees[u.held().fee], "fee entry %d held twice", u.held().fee)
+			fees[u.held().fee] = true
+		}
+	}
+	for _, f := range e.lane.feeFree {
+		require.False(t, fees[f], "fee entry %d in use and free", f)
+		fees[f] = true
+	}
+	require.Equal(t, int(e.lane.nfees)-1, len(fees), "fee entries")
 	require.Equal(t, len(refs), e.actors.len(), "actors with a record")
 	for a, k := range refs {
 		require.Equal(t, k, e.actors.recs[a].refs, "refs of actor %d", a)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"unsafe"
 
@@ -26,7 +27,8 @@ const (
 	GCBudget                            // to be collected, but the GC lane is spent
 )
 
-// unlisted marks, within unlist, a deferred entry being taken off.
+// unlisted marks, between take and compactList, a deferred entry taken
+// off the list.
 const unlisted DeferReason = 255
 
 var deferNames = [...]string{"", "lane_full", "over_cap", "below_basefee", "gc_budget"}
@@ -83,13 +85,6 @@ type LaneFigures struct {
 	P50Tip      Amount // median priority fee of this block's fires
 }
 
-// feeRec holds the fee fields a timer stated; a timer that stated none has
-// no feeRec and takes every default.
-type feeRec struct {
-	Fees
-	next uint32 // free list
-}
-
 // laneState is the lane's consensus state and its per-block scratch.
 type laneState struct {
 	basefee    Amount // the lane basefee of the open (or next) block
@@ -106,8 +101,10 @@ type laneState struct {
 	deferred []uint32      // records of due timers that have not run; rec.at is listed | position
 	reasons  []DeferReason // parallel to deferred
 
-	fees     slab.Slab[feeRec]
-	feeFree  uint32
+	// fees holds the fee fields timers stated; a timer that stated none has
+	// no entry (rec.fee 0) and takes every default.
+	fees     slab.Slab[Fees]
+	feeFree  []uint32 // a stack of free entries
 	nfees    uint32
 	cands    []cand
 	sel      []uint32 // indices in cands of the selected, in priority order
@@ -242,7 +239,7 @@ func (e *Engine) fireCap(h uint64) uint64 {
 }
 
 // prefetchFee starts loading r's fee fields, if it has any: both of the
-// cache lines a feeRec may span.
+// cache lines its entry may span.
 func (e *Engine) prefetchFee(r *rec) {
 	if r.fee != 0 {
 		f := e.lane.fees.At(r.fee)
@@ -255,28 +252,34 @@ func (e *Engine) feeOf(r *rec) *Fees {
 	if r.fee == 0 {
 		return nil
 	}
-	return &e.lane.fees.At(r.fee).Fees
+	return e.lane.fees.At(r.fee)
 }
 
+// allocFee returns a zeroed fee entry.
 func (e *Engine) allocFee() uint32 {
 	s := &e.lane
-	if i := s.feeFree; i != 0 {
-		s.feeFree = s.fees.At(i).next
+	if k := len(s.feeFree); k > 0 {
+		i := s.feeFree[k-1]
+		s.feeFree = s.feeFree[:k-1]
+		*s.fees.At(i) = Fees{}
 		return i
 	}
 	i := s.nfees
 	s.fees.Ensure(i)
 	s.nfees++
+	// Room to free every entry without growing: freeing allocates nothing.
+	if c := s.fees.Cap(); cap(s.feeFree) < c {
+		s.feeFree = slices.Grow(s.feeFree, c-len(s.feeFree))
+	}
 	return i
 }
 
+// freeFee frees fee entry i (0: none) without writing it: a record the
+// history releases is cold, and allocFee zeroes it when reused.
 func (e *Engine) freeFee(i uint32) {
-	if i == 0 {
-		return
+	if i != 0 {
+		e.lane.feeFree = append(e.lane.feeFree, i)
 	}
-	s := &e.lane
-	*s.fees.At(i) = feeRec{next: s.feeFree}
-	s.feeFree = i
 }
 
 // expiry is the last height at which timer r may still run: its
@@ -426,20 +429,14 @@ func callAgent(g GasBidder, c *BidContext, def Bid) (b Bid) {
 	return b
 }
 
-// listAll puts the timers of due on the deferred list, in order: their
-// indices first, then each record's place, loaded a few timers ahead.
+// listAll puts the timers of due on the deferred list, in order. Their
+// records' places (rec.at) are set by the classify pass, which loads each
+// record anyway: until then they hold stale queue positions.
 func (e *Engine) listAll(due ring.Iter) {
 	s := &e.lane
-	from := len(s.deferred)
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
 		s.deferred = append(s.deferred, uint32(t.Val))
 		s.reasons = append(s.reasons, 0)
-	}
-	for k := from; k < len(s.deferred); k++ {
-		if j := k + ahead; j < len(s.deferred) {
-			e.prefetchRec(s.deferred[j])
-		}
-		e.recs.At(s.deferred[k]).at = listed | uint32(k)
 	}
 }
 
@@ -465,16 +462,10 @@ func (e *Engine) dropDeferred(i uint32) {
 	r.at = 0
 }
 
-// unlist takes the timers whose records are is off the deferred list, in
-// two passes that keep the order of the rest: marking each (loads that
-// overlap), then compacting the list.
-func (e *Engine) unlist(is []uint32) {
+// compactList drops from the deferred list the entries take marked
+// unlisted, keeping the order of the rest.
+func (e *Engine) compactList() {
 	s := &e.lane
-	for _, i := range is {
-		r := e.recs.At(i)
-		k, _ := r.onList()
-		s.reasons[k], r.at = unlisted, 0
-	}
 	w := 0
 	for k, i := range s.deferred {
 		if s.reasons[k] == unlisted {
@@ -527,6 +518,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.gen++
 	h := e.height
 	p := &s.params
+	listedFrom := len(s.deferred)
 	e.listAll(due)
 	e.expireWindow(h)
 
@@ -543,6 +535,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			e.prefetchFee(e.recs.At(s.deferred[j]))
 		}
 		r := e.recs.At(i)
+		if k >= listedFrom {
+			r.at = listed | uint32(k)
+		}
 		f := e.feeOf(r)
 		if h > e.expiry(r, f) {
 			gcs = append(gcs, gcCand{i, Expired})
@@ -662,9 +657,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	for _, k := range sel {
 		taken = append(taken, cands[k].rec)
 	}
-	e.unlist(taken)
 	e.touchAll(taken)
 	e.take(taken)
+	e.compactList()
 	s.taken = taken[:0]
 	fired := s.fired[:0]
 	for j, k := range sel {
@@ -843,24 +838,74 @@ func (e *Engine) payTips() {
 	s.tipsDue, s.burnDue = Amount{}, Amount{}
 }
 
-// median is the p50 of xs (sorted in place): the middle value, or for an
-// even count the mean of the two middle ones rounded down; 0 for none.
+// median is the p50 of xs (reordered in place): the middle value, or for
+// an even count the mean of the two middle ones rounded down; 0 for none.
 func median(xs []Amount) Amount {
 	if len(xs) == 0 {
 		return Amount{}
 	}
-	slices.SortFunc(xs, func(a, b Amount) int { return a.Cmp(b) })
 	m := len(xs) / 2
+	selectAmount(xs, m)
 	if len(xs)%2 == 1 {
 		return xs[m]
 	}
-	a, b := xs[m-1], xs[m]
+	a, b := slices.MaxFunc(xs[:m], Amount.Cmp), xs[m] // xs[:m] <= xs[m]
 	// floor((a+b)/2) without overflow: a/2 + b/2 + (1 if both odd).
 	r := a.Rsh(1).Add(b.Rsh(1))
 	if a.Lo&1 == 1 && b.Lo&1 == 1 {
 		r = r.Add64(1)
 	}
 	return r
+}
+
+// selectAmount reorders xs so that xs[k] is the value a sort would put
+// there, with none greater before it and none smaller after: a
+// quickselect, O(n) where a sort of a block's 10,000 fired tips is
+// O(n log n). It partitions three ways, as a block's tips repeat, around
+// the median of three, and sorts what is left once it has partitioned
+// more than 2·log2(n) times, so no input makes it quadratic.
+func selectAmount(xs []Amount, k int) {
+	lo, hi := 0, len(xs) // xs[k] lies in xs[lo:hi]
+	for depth := 2 * bits.Len(uint(len(xs))); hi-lo > 16; depth-- {
+		if depth == 0 {
+			break
+		}
+		a, b, c := xs[lo], xs[lo+(hi-lo)/2], xs[hi-1]
+		if a.Cmp(b) > 0 {
+			a, b = b, a
+		}
+		if b.Cmp(c) > 0 {
+			b = c
+			if a.Cmp(b) > 0 {
+				b = a
+			}
+		}
+		pivot := b
+		// xs[lo:lt] < pivot, xs[lt:i] == pivot, xs[gt:hi] > pivot.
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch xs[i].Cmp(pivot) {
+			case -1:
+				xs[lt], xs[i] = xs[i], xs[lt]
+				lt++
+				i++
+			case 1:
+				gt--
+				xs[i], xs[gt] = xs[gt], xs[i]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return
+		}
+	}
+	slices.SortFunc(xs[lo:hi], Amount.Cmp)
 }
 
 // nextBasefee is CIP-1 §5 in integers: with target T = lane/2 and used

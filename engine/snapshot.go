@@ -492,7 +492,7 @@ func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) (uint32, error) {
 	var fee uint32
 	if t.fees.Set != 0 {
 		fee = e.allocFee()
-		e.lane.fees.At(fee).Fees = t.fees
+		*e.lane.fees.At(fee) = t.fees
 	}
 	i := e.addTimer(at, &id, t.height, t.seq, t.handler, t.body, fee, ai, &t.actor)
 	e.place(i)

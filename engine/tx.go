@@ -131,7 +131,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	var fee uint32
 	if stored.Set != 0 {
 		fee = e.allocFee()
-		e.lane.fees.At(fee).Fees = stored
+		*e.lane.fees.At(fee) = stored
 	}
 	e.schedule(s, at, &out.ID, height, rt, fee)
 	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
@@ -214,7 +214,7 @@ func (e *Engine) extend(i uint32, expiresAt uint64) (undo, error) {
 	u := undo{rec: i, kind: undoExtend}
 	if f == nil {
 		r.fee = e.allocFee()
-		f = &e.lane.fees.At(r.fee).Fees
+		f = e.lane.fees.At(r.fee)
 		u.newFee = true
 	}
 	u.oldSet = f.Set
@@ -232,7 +232,7 @@ func (e *Engine) unextend(u undo) {
 		r.fee = 0
 		return
 	}
-	f := &e.lane.fees.At(r.fee).Fees
+	f := e.lane.fees.At(r.fee)
 	f.Set, f.ExpiresAt = u.oldSet, u.oldExpiry()
 }
 
