@@ -67,11 +67,14 @@ func (f *fifoBuf[T]) at(k int) *T          { return &f.buf[f.head+k] }
 func (f *fifoBuf[T]) abs(k int) uint64     { return f.base + uint64(f.head+k) }
 func (f *fifoBuf[T]) span(a, b uint64) []T { return f.buf[a-f.base : b-f.base] }
 func (f *fifoBuf[T]) push(v ...T)          { f.room(len(v)); f.buf = append(f.buf, v...) }
+func (f *fifoBuf[T]) push1(v T)            { f.room(1); f.buf = append(f.buf, v) }
 
-// room makes space for n more items by moving the live ones down over the
-// trimmed ones, if that avoids growing the buffer.
+// room makes space for n more items when the buffer is full: by moving the
+// live ones down over the trimmed ones if those are at least half of it,
+// else by letting append grow it. Moving a mostly live buffer to win a
+// little room would copy it all again at nearly every block.
 func (f *fifoBuf[T]) room(n int) {
-	if len(f.buf)+n > cap(f.buf) && f.head > 0 {
+	if len(f.buf)+n > cap(f.buf) && f.head > 0 && f.head >= len(f.buf)/2 {
 		f.compact()
 	}
 }
@@ -128,7 +131,7 @@ func (e *Engine) beginHist(from, to uint64) {
 // histOp records a timer operation of the open block.
 func (e *Engine) histOp(u undo) {
 	if e.hist != nil {
-		e.hist.ops.push(u)
+		e.hist.ops.push1(u)
 	}
 }
 
@@ -140,7 +143,7 @@ func (e *Engine) retire(i uint32) {
 		e.release(i)
 		return
 	}
-	e.hist.ops.push(cancelUndo(i, e.recs.At(i)))
+	e.hist.ops.push1(cancelUndo(i, e.recs.At(i)))
 }
 
 // windowExpired hears each fairness entry an expiry drops.

@@ -326,15 +326,16 @@ func (e *Engine) available(c *cand) Amount {
 	return s.ledger.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
 }
 
-// reserve takes c's max_cost from its payer's available amount avail.
-func (e *Engine) reserve(c *cand, avail Amount) {
+// reserve takes c's max_cost, cost, from its payer's available amount
+// avail.
+func (e *Engine) reserve(c *cand, avail, cost Amount) {
 	s := &e.lane
 	if i := c.payerIdx; i != 0 {
-		s.avail[i].left = avail.Sub(s.maxCost(c))
+		s.avail[i].left = avail.Sub(cost)
 		return
 	}
 	payer := e.candPayer(c)
-	s.reserved[payer] = s.reserved[payer].Add(s.maxCost(c))
+	s.reserved[payer] = s.reserved[payer].Add(cost)
 }
 
 // weight is W(actor) for actor index a in this block, computed once per
@@ -610,8 +611,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			next++
 		}
 		c := &cands[k]
+		var cost Amount
+		if c.covered {
+			cost = s.maxCost(c)
+		}
 		avail := e.available(c)
-		if !c.covered || avail.Cmp(s.maxCost(c)) < 0 {
+		if !c.covered || avail.Cmp(cost) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
@@ -620,7 +625,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			continue
 		}
 		budget += c.gas
-		e.reserve(c, avail)
+		e.reserve(c, avail, cost)
 		sel = append(sel, uint32(k))
 	}
 	for j := next; j < n; j++ { // none of these can fit

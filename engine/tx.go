@@ -300,7 +300,7 @@ func (e *Engine) commitTx() {
 			}
 		}
 	}
-	if e.hist != nil {
+	if e.hist != nil && len(e.undo) > 0 {
 		e.hist.ops.push(e.undo...)
 	}
 	e.closeTx()
