@@ -365,3 +365,40 @@ func TestDurableRollback(t *testing.T) {
 		c.fromScratch(policy)
 	}
 }
+
+// TestFIFOBuf runs a history buffer as the engine does, a block's worth of
+// pushes then a trim of the oldest block, and checks that every item stays
+// at its absolute position, that the buffer's memory stays within a small
+// multiple of its live items, and that it stops copying them once grown.
+func TestFIFOBuf(t *testing.T) {
+	const perBlock, depth = 1000, 8
+	var f fifoBuf[uint64]
+	var starts []uint64
+	next := uint64(0)
+	moves := 0
+	for block := range 200 {
+		starts = append(starts, f.end())
+		for range perBlock {
+			before := f.base
+			f.push1(next)
+			if f.base != before {
+				moves++
+			}
+			next++
+		}
+		if len(starts) > depth {
+			f.trim(starts[1])
+			starts = starts[1:]
+		}
+		for k := range f.len() {
+			if *f.at(k) != f.abs(k) {
+				t.Fatalf("block %d: item %d holds %d", block, f.abs(k), *f.at(k))
+			}
+		}
+		require.LessOrEqual(t, cap(f.buf), 4*(depth+1)*perBlock, "block %d", block)
+		if block == 100 {
+			moves = 0
+		}
+	}
+	require.Zero(t, moves, "push compacted the buffer in steady state")
+}
