@@ -193,7 +193,7 @@ func TestParseAmount(t *testing.T) {
 func TestHeapKeys(t *testing.T) {
 	var sorter keySorter
 	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 100, 1000, 5000} {
-		for seed := uint64(0); seed < 8; seed++ {
+		for seed := uint64(0); seed < 10; seed++ {
 			r := newRand(seed)
 			x := make([]sortKey, n)
 			ids := make([]uint64, n) // a second id word for full ties
@@ -206,6 +206,10 @@ func TestHeapKeys(t *testing.T) {
 					eff, id0 = wide{lo: 7}, 9
 				case 7: // only the id prefix varies, in its low bits
 					eff, id0 = wide{lo: 7}, r()%1000
+				case 8: // priorities in the low word, as a block's are
+					eff, id0 = wide{lo: r() % 13 * (1_000_000 + r()%1_000_000)}, r()
+				case 9: // few distinct priorities, ids that agree in their top bits
+					eff, id0 = wide{lo: r() % 3}, r()%64
 				}
 				x[i] = newSortKey(eff, id0, uint32(i))
 				ids[i] = r() % 3
