@@ -159,16 +159,17 @@ type cand struct {
 // §3 step 8); c.covered must be true.
 func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64(c.gas) }
 
-// candPayer is who pays c: read from its timer's record, whose actor entry
-// lives as long as the record (an actor index held by c alone could be
-// freed and reused once the GC lane or a fire has dropped that actor's
-// last timer).
+// candPayer is who pays c. A timer's own actor is c.payerIdx, its record's
+// actor, whose entry lives as long as the record: c's timer has not been
+// released while c is in use. A fee_payer is read from the timer's fee
+// fields: c.payerIdx names that payer's entry only if it is an actor with
+// timers, and the GC lane or a fire could drop its last timer and free the
+// index for another actor mid-block.
 func (e *Engine) candPayer(c *cand) Address {
-	r := e.recs.At(c.rec)
 	if c.feePayer {
-		return e.lane.fees.At(r.fee).FeePayer
+		return e.lane.fees.At(e.recs.At(c.rec).fee).FeePayer
 	}
-	return e.actors.recs[r.actor].addr
+	return e.actors.recs[c.payerIdx].addr
 }
 
 func (s *laneState) init(c Config) {
