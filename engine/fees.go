@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -76,7 +77,7 @@ type MemLedger struct {
 
 // find returns the index of a's balance, if a has one.
 func (l *MemLedger) find(a *Address) (uint32, bool) {
-	if l.hasLast && l.last == *a {
+	if l.hasLast && sameAddr(&l.last, a) {
 		return l.lastAt, true
 	}
 	i, ok := l.index[*a]
@@ -84,6 +85,14 @@ func (l *MemLedger) find(a *Address) (uint32, bool) {
 		l.last, l.lastAt, l.hasLast = *a, i, true
 	}
 	return i, ok
+}
+
+// sameAddr is *a == *b in three loads of each: the compiler compares
+// 20-byte arrays with a call.
+func sameAddr(a, b *Address) bool {
+	return binary.LittleEndian.Uint64(a[:8]) == binary.LittleEndian.Uint64(b[:8]) &&
+		binary.LittleEndian.Uint64(a[8:16]) == binary.LittleEndian.Uint64(b[8:16]) &&
+		binary.LittleEndian.Uint32(a[16:]) == binary.LittleEndian.Uint32(b[16:])
 }
 
 // NewMemLedger returns an empty ledger: every balance is 0.

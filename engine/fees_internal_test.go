@@ -244,3 +244,16 @@ func newRand(seed uint64) func() uint64 {
 		return s
 	}
 }
+
+func TestSameAddr(t *testing.T) {
+	var a Address
+	for i := range a {
+		a[i] = byte(i + 1)
+	}
+	require.True(t, sameAddr(&a, &a))
+	for i := range a { // a difference in any byte counts
+		b := a
+		b[i] ^= 0x80
+		require.False(t, sameAddr(&a, &b), "byte %d", i)
+	}
+}
