@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"lukechampine.com/uint128"
 
@@ -210,15 +211,22 @@ const (
 )
 
 // Fees are the CIP-1 §6 arguments of a schedule call under policy lane.
+//
+// The fields are ordered so that they take 72 bytes, not 80: the lane
+// keeps a Fees for each timer that states any, and reads it at each end of
+// block at which the timer is due.
 type Fees struct {
-	Set            FeeField // which of the fields below were given
 	FeePayer       Address
+	Set            FeeField // which of the other fields were given
+	Tier           PriorityTier
 	GasLimit       uint64
 	ExpiresAt      uint64
 	MaxFee         Amount // per cycle
 	MaxPriorityFee Amount // per cycle
-	Tier           PriorityTier
 }
+
+// The size the layout above is for.
+var _ [72]byte = [unsafe.Sizeof(Fees{})]byte{}
 
 // Scheduled is what a successful schedule call returns.
 type Scheduled struct {
