@@ -7,6 +7,8 @@
 // as the lane orders a block's candidates.
 package radix
 
+import "slices"
+
 // Item is what Sort orders: a key, and the position in the caller's data
 // of what it stands for.
 type Item struct {
@@ -63,14 +65,15 @@ const (
 // MaxHighPasses bounds SortHigh's passes: 5 digits of 11 bits.
 const MaxHighPasses = 5
 
-// SortHigh sorts a by the top 11·passes bits of its values (passes at most
-// MaxHighPasses), keeping the order of values equal in those bits, with
-// spare as scratch, and returns the sorted values and the other buffer.
-// It makes one pass to count, then one per digit: none for a digit in
-// which every value agrees. Packing a key's high bits above a position in
-// one word halves the bytes each pass moves, against Sort's items.
+// SortHigh sorts a (fewer than 2^32 values) by the top 11·passes bits of
+// its values (passes at most MaxHighPasses), keeping the order of values
+// equal in those bits, with spare as scratch, and returns the sorted
+// values and the other buffer. It makes one pass to count, then one per
+// digit: none for a digit in which every value agrees. Packing a key's
+// high bits above a position in one word halves the bytes each pass
+// moves, against Sort's items.
 func SortHigh(a, spare []uint64, passes int) (sorted, rest []uint64) {
-	b := append(spare[:0], a...)
+	b := slices.Grow(spare[:0], len(a))[:len(a)]
 	var at [MaxHighPasses][highBuckets]uint32
 	for _, v := range a { // every digit, unused ones too: no inner loop
 		at[0][v>>(64-HighDigitBits)]++
