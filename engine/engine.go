@@ -220,11 +220,11 @@ func (e *Engine) Begin(actor Address, nonce uint64) (Tx, error) {
 	if e.txs.open {
 		return Tx{}, ErrTxOpen
 	}
-	return e.openTx(actor, nonce, false), nil
+	return e.openTx(&actor, nonce, false), nil
 }
 
-func (e *Engine) openTx(actor Address, nonce uint64, handler bool) Tx {
-	e.txs = txState{gen: e.txs.gen + 1, actor: actor, nonce: nonce, open: true, handler: handler, seq0: e.seq}
+func (e *Engine) openTx(actor *Address, nonce uint64, handler bool) Tx {
+	e.txs = txState{gen: e.txs.gen + 1, actor: *actor, nonce: nonce, open: true, handler: handler, seq0: e.seq}
 	e.undo = e.undo[:0]
 	return Tx{e: e, gen: e.txs.gen}
 }
@@ -316,8 +316,10 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 	handler, payload := e.bytesOf(i, r)
 	d := &e.del
 	d.TimerID = r.id
-	d.Actor = e.actors.recs[r.actor].addr
-	d.Sender = d.Actor
+	// Each copy of the address reads the actor table, not d.Actor: a load
+	// of bytes just stored with other widths waits for the stores.
+	actor := &e.actors.recs[r.actor].addr
+	d.Actor, d.Sender = *actor, *actor
 	d.Handler = defaultHandler
 	if len(handler) > 0 {
 		d.Handler = handler
@@ -326,20 +328,22 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 	d.Height, d.Block = r.height, e.height
 	d.CyclesLimit, d.CellsLimit = cycles, e.cfg.CellsPerFire
 
-	tx := e.openTx(d.Actor, 0, true)
+	tx := e.openTx(actor, 0, true)
 	// The firing record lives until after the handler, and its actor's
 	// entry with it: the handler's calls need no actor lookup.
 	e.txs.from, e.txs.actorIdx = i, r.actor
 	u, err := x.Execute(tx, d)
-	res := FireResult{Usage: u, Err: err, Fee: fee}
-	res.Reverted = err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
-	if res.Reverted {
+	reverted := err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
+	if reverted {
 		e.revertTx()
 	} else {
 		e.commitTx()
 	}
-	e.lastFire = res
-	return u, res.Reverted
+	// Field by field: a FireResult built on the stack and copied whole
+	// would be loaded back while its stores are still in flight.
+	res := &e.lastFire
+	res.Usage, res.Reverted, res.Err, res.Fee = u, reverted, err, fee
+	return u, reverted
 }
 
 // Commit seals the ended block.
