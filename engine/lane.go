@@ -165,11 +165,13 @@ func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64
 // fields: c.payerIdx names that payer's entry only if it is an actor with
 // timers, and the GC lane or a fire could drop its last timer and free the
 // index for another actor mid-block.
-func (e *Engine) candPayer(c *cand) Address {
+// It points into the actor table or the fee fields, so that each copy of
+// the address is loaded from where it rests.
+func (e *Engine) candPayer(c *cand) *Address {
 	if c.feePayer {
-		return e.lane.fees.At(e.recs.At(c.rec).fee).FeePayer
+		return &e.lane.fees.At(e.recs.At(c.rec).fee).FeePayer
 	}
-	return e.actors.recs[c.payerIdx].addr
+	return &e.actors.recs[c.payerIdx].addr
 }
 
 func (s *laneState) init(c Config) {
@@ -319,11 +321,11 @@ func (e *Engine) available(c *cand) Amount {
 			s.avail = append(s.avail, make([]availRec, int(i)+1-len(s.avail))...)
 		}
 		if a := &s.avail[i]; a.gen != s.gen {
-			a.gen, a.left = s.gen, s.ledger.Balance(e.candPayer(c))
+			a.gen, a.left = s.gen, s.ledger.Balance(*e.candPayer(c))
 		}
 		return s.avail[i].left
 	}
-	payer := e.candPayer(c)
+	payer := *e.candPayer(c)
 	return s.ledger.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
 }
 
@@ -335,7 +337,7 @@ func (e *Engine) reserve(c *cand, avail, cost Amount) {
 		s.avail[i].left = avail.Sub(cost)
 		return
 	}
-	payer := e.candPayer(c)
+	payer := *e.candPayer(c)
 	s.reserved[payer] = s.reserved[payer].Add(cost)
 }
 
@@ -676,8 +678,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		r := e.recs.At(c.rec)
 		fee := &s.fee
 		maxCost := s.maxCost(c) // selected, so covered
-		*fee = FireFee{FeePayer: e.candPayer(c), GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: maxCost}
-		if err := s.ledger.Debit(fee.FeePayer, maxCost); err != nil {
+		payer := e.candPayer(c)
+		*fee = FireFee{FeePayer: *payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: maxCost}
+		if err := s.ledger.Debit(*payer, maxCost); err != nil {
 			// Only an executor that moved funds during this block gets
 			// here: the timer, already taken, is collected as CIP-1 §3
 			// step 8 says.
