@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/sha3"
 
 	"github.com/timerlane/timerlane/engine"
 )
@@ -485,4 +487,28 @@ type executorFunc func(engine.Tx, *engine.Delivery) (engine.Usage, error)
 
 func (f executorFunc) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 	return f(tx, d)
+}
+
+// TestTimerIDPreimage checks ids against keccak256(actor || height ||
+// payload || nonce) computed apart, for payloads on both sides of the
+// length up to which the engine hashes the preimage in one piece.
+func TestTimerIDPreimage(t *testing.T) {
+	for _, n := range []int{0, 1, 99, 100, 101, 135, 136, 1000} {
+		e := newEngine(t, nil)
+		require.NoError(t, e.BeginBlock(1))
+		const nonce, height = 0x0102030405060708, 0x1122334455667788
+		tx, err := e.Begin(actorA, nonce)
+		require.NoError(t, err)
+		payload := bytes.Repeat([]byte{0xab}, n)
+		id, _, err := tx.Schedule(height, payload)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+
+		h := sha3.NewLegacyKeccak256()
+		h.Write(actorA[:])
+		h.Write(binary.BigEndian.AppendUint64(nil, height))
+		h.Write(payload)
+		h.Write(binary.BigEndian.AppendUint64(nil, nonce))
+		require.Equal(t, h.Sum(nil), id[:], "payload of %d bytes", n)
+	}
 }
