@@ -456,7 +456,7 @@ func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(
 func (e *Engine) prefetchNew(h uint64, dataLen int) {
 	if k := len(e.free); k > 0 {
 		i := e.free[k-1]
-		prefetch.Line(unsafe.Pointer(e.recs.At(i)))
+		e.prefetchRec(i)
 		if dataLen > 0 {
 			prefetch.Line(unsafe.Pointer(e.lens.At(i)))
 		}

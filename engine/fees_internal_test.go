@@ -257,3 +257,35 @@ func TestSameAddr(t *testing.T) {
 		require.False(t, sameAddr(&a, &b), "byte %d", i)
 	}
 }
+
+// TestExtendTakesCleanFeeEntry: a fee entry freed by one timer and taken
+// by the extend of a timer that stated no fees holds only the new expiry,
+// none of the fields its last owner stated.
+func TestExtendTakesCleanFeeEntry(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Policy, cfg.RollbackDepth = PolicyLane, 0 // records freed at once
+	e, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	actor := Address{1}
+	tx, err := e.Begin(actor, 1)
+	require.NoError(t, err)
+	a, err := tx.ScheduleFees(10, []byte("a"), &Fees{Set: HasGasLimit | HasFeePayer | HasTier, GasLimit: 100, FeePayer: Address{9}, Tier: Urgent})
+	require.NoError(t, err)
+	_, err = tx.Cancel(a.ID)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.Len(t, e.lane.feeFree, 1, "the cancelled timer's fee entry is free")
+
+	tx, err = e.Begin(actor, 2)
+	require.NoError(t, err)
+	b, _, err := tx.Schedule(10, []byte("b"))
+	require.NoError(t, err)
+	exp := 10 + cfg.Lane.MaxTTLBlocks // the only expiry above the default's
+	_, err = tx.Extend(b, exp)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	i, ok := e.ids.get(&b)
+	require.True(t, ok)
+	require.Equal(t, Fees{Set: HasExpiresAt, ExpiresAt: exp}, *e.feeOf(e.recs.At(i)))
+}

@@ -164,9 +164,9 @@ func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64
 // released while c is in use. A fee_payer is read from the timer's fee
 // fields: c.payerIdx names that payer's entry only if it is an actor with
 // timers, and the GC lane or a fire could drop its last timer and free the
-// index for another actor mid-block.
-// It points into the actor table or the fee fields, so that each copy of
-// the address is loaded from where it rests.
+// index for another actor mid-block. The result points into the actor
+// table or the fee fields, so that each copy of the address is loaded from
+// where it rests.
 func (e *Engine) candPayer(c *cand) *Address {
 	if c.feePayer {
 		return &e.lane.fees.At(e.recs.At(c.rec).fee).FeePayer
@@ -258,13 +258,13 @@ func (e *Engine) feeOf(r *rec) *Fees {
 	return e.lane.fees.At(r.fee)
 }
 
-// allocFee returns a zeroed fee entry.
+// allocFee returns a free fee entry, holding whatever it last held: its
+// caller writes all of it.
 func (e *Engine) allocFee() uint32 {
 	s := &e.lane
 	if k := len(s.feeFree); k > 0 {
 		i := s.feeFree[k-1]
 		s.feeFree = s.feeFree[:k-1]
-		*s.fees.At(i) = Fees{}
 		return i
 	}
 	i := s.nfees
@@ -278,7 +278,7 @@ func (e *Engine) allocFee() uint32 {
 }
 
 // freeFee frees fee entry i (0: none) without writing it: a record the
-// history releases is cold, and allocFee zeroes it when reused.
+// history releases is cold, and whoever takes the entry next writes it.
 func (e *Engine) freeFee(i uint32) {
 	if i != 0 {
 		e.lane.feeFree = append(e.lane.feeFree, i)
@@ -366,14 +366,6 @@ type weightRec struct {
 type availRec struct {
 	gen  uint64 // the end of block it is for; older entries are stale
 	left Amount
-}
-
-// payer is who pays timer r's fires: its fee_payer, or its actor.
-func (e *Engine) payer(r *rec, f *Fees) Address {
-	if f != nil && f.Set&HasFeePayer != 0 {
-		return f.FeePayer
-	}
-	return e.actors.recs[r.actor].addr
 }
 
 // bid prices timer r for this block: stated fees first, else the actor's
@@ -875,10 +867,7 @@ func median(xs []Amount) Amount {
 // more than 2·log2(n) times, so no input makes it quadratic.
 func selectAmount(xs []Amount, k int) {
 	lo, hi := 0, len(xs) // xs[k] lies in xs[lo:hi]
-	for depth := 2 * bits.Len(uint(len(xs))); hi-lo > 16; depth-- {
-		if depth == 0 {
-			break
-		}
+	for depth := 2 * bits.Len(uint(len(xs))); hi-lo > 16 && depth > 0; depth-- {
 		a, b, c := xs[lo], xs[lo+(hi-lo)/2], xs[hi-1]
 		if a.Cmp(b) > 0 {
 			a, b = b, a

@@ -215,6 +215,7 @@ func (e *Engine) extend(i uint32, expiresAt uint64) (undo, error) {
 	if f == nil {
 		r.fee = e.allocFee()
 		f = e.lane.fees.At(r.fee)
+		*f = Fees{} // every default; the expiry is set below
 		u.newFee = true
 	}
 	u.oldSet = f.Set
