@@ -58,16 +58,34 @@ type Ledger interface {
 	Burn(x Amount) error
 }
 
+// An AccountLedger is a Ledger that also names accounts by number. The
+// lane charges and refunds a payer at each of its fires; with account
+// numbers it looks each payer up once a block instead of at every fire.
+// The engine uses the numbers only within the end of block that asked
+// for them, and the operations must act exactly as the Ledger's on the
+// account's address.
+type AccountLedger interface {
+	Ledger
+	// Account is the number of a's account, or false if a has none (a
+	// balance of 0 that no Debit above 0 can take from).
+	Account(a Address) (uint32, bool)
+	BalanceOf(n uint32) Amount
+	DebitAccount(n uint32, x Amount) error
+	CreditAccount(n uint32, x Amount) error
+}
+
 // ErrAmountOverflow is a credit or burn that would pass 2^128-1.
 var ErrAmountOverflow = errors.New("timerlane: amount overflows 128 bits")
 
-// MemLedger is an in-memory Ledger, for embedding and tests. The zero
-// value is not ready: use NewMemLedger.
+// MemLedger is an in-memory AccountLedger, for embedding and tests. The
+// zero value is not ready: use NewMemLedger.
 type MemLedger struct {
-	// Each account's balance is at its index in balances: one map lookup
-	// per operation rather than a read and a write.
+	// Account n's balance is balances[n], its address addrs[n]: one map
+	// lookup per operation rather than a read and a write. Accounts are
+	// never removed, so a number stays valid for the ledger's life.
 	index    map[Address]uint32
 	balances []Amount
+	addrs    []Address
 	burned   Amount
 	// The last account looked up, as the lane refunds the payer it has
 	// just charged: a refund then costs no map lookup.
@@ -99,6 +117,10 @@ func sameAddr(a, b *Address) bool {
 // NewMemLedger returns an empty ledger: every balance is 0.
 func NewMemLedger() *MemLedger { return &MemLedger{index: map[Address]uint32{}} }
 
+// Account is the number of a's account, if a has one: an address has an
+// account from its first credit on.
+func (l *MemLedger) Account(a Address) (uint32, bool) { return l.find(&a) }
+
 // Balance is a's balance.
 func (l *MemLedger) Balance(a Address) Amount {
 	if i, ok := l.find(&a); ok {
@@ -107,21 +129,25 @@ func (l *MemLedger) Balance(a Address) Amount {
 	return Amount{}
 }
 
+// BalanceOf is the balance of account n.
+func (l *MemLedger) BalanceOf(n uint32) Amount { return l.balances[n] }
+
 // Debit takes x from a.
 func (l *MemLedger) Debit(a Address, x Amount) error {
-	var b *Amount
 	if i, ok := l.find(&a); ok {
-		b = &l.balances[i]
+		return l.DebitAccount(i, x)
 	}
-	if b == nil || b.Cmp(x) < 0 {
-		if x.IsZero() {
-			return nil
-		}
-		var has Amount
-		if b != nil {
-			has = *b
-		}
-		return fmt.Errorf("%w: %s has %s, needs %s", ErrInsufficientFunds, a, has, x)
+	if x.IsZero() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has 0, needs %s", ErrInsufficientFunds, a, x)
+}
+
+// DebitAccount takes x from account n.
+func (l *MemLedger) DebitAccount(n uint32, x Amount) error {
+	b := &l.balances[n]
+	if b.Cmp(x) < 0 {
+		return fmt.Errorf("%w: %s has %s, needs %s", ErrInsufficientFunds, l.addrs[n], *b, x)
 	}
 	*b = b.Sub(x)
 	return nil
@@ -137,12 +163,18 @@ func (l *MemLedger) Credit(a Address, x Amount) error {
 		i = uint32(len(l.balances))
 		l.index[a] = i
 		l.balances = append(l.balances, Amount{})
+		l.addrs = append(l.addrs, a)
 	}
-	b, ok := u128.Add(l.balances[i], x)
+	return l.CreditAccount(i, x)
+}
+
+// CreditAccount adds x to account n.
+func (l *MemLedger) CreditAccount(n uint32, x Amount) error {
+	b, ok := u128.Add(l.balances[n], x)
 	if !ok {
-		return fmt.Errorf("%w: credit %s to %s", ErrAmountOverflow, x, a)
+		return fmt.Errorf("%w: credit %s to %s", ErrAmountOverflow, x, l.addrs[n])
 	}
-	l.balances[i] = b
+	l.balances[n] = b
 	return nil
 }
 
@@ -161,7 +193,7 @@ func (l *MemLedger) Burned() Amount { return l.burned }
 
 // Clone returns an independent copy (for rollback and tests).
 func (l *MemLedger) Clone() *MemLedger {
-	return &MemLedger{index: maps.Clone(l.index), balances: slices.Clone(l.balances), burned: l.burned,
+	return &MemLedger{index: maps.Clone(l.index), balances: slices.Clone(l.balances), addrs: slices.Clone(l.addrs), burned: l.burned,
 		last: l.last, lastAt: l.lastAt, hasLast: l.hasLast}
 }
 

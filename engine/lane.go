@@ -93,10 +93,14 @@ type laneState struct {
 	params     LaneParams
 	update     *LaneParams // SYS_UPDATE_TIMER_CONFIG, applied at the next block
 	window     *fairness.Window
-	ledger     Ledger
-	agents     map[Address]GasBidder
-	proposer   Address
-	sysGC      int // SYS_CANCEL_TIMER collections in the open block
+	ledger     Ledger // what SetLedger set
+	// led is the ledger in force for the end of block that runs, accts the
+	// same if it has account numbers: set when an end of block starts.
+	led      Ledger
+	accts    AccountLedger
+	agents   map[Address]GasBidder
+	proposer Address
+	sysGC    int // SYS_CANCEL_TIMER collections in the open block
 
 	deferred []uint32      // records of due timers that have not run; rec.at is listed | position
 	reasons  []DeferReason // parallel to deferred
@@ -189,8 +193,9 @@ func (e *Engine) laneActive(h uint64) bool {
 	return e.cfg.Policy == PolicyLane && h >= e.cfg.ActivationHeight
 }
 
-// SetLedger sets the ledger the lane charges; the engine starts with an
-// empty MemLedger.
+// SetLedger sets the ledger the lane charges from the next end of block
+// on (one that has started keeps the ledger it started with); the engine
+// starts with an empty MemLedger.
 func (e *Engine) SetLedger(l Ledger) { e.lane.ledger = l }
 
 // Ledger is the ledger the lane charges.
@@ -321,12 +326,17 @@ func (e *Engine) available(c *cand) Amount {
 			s.avail = append(s.avail, make([]availRec, int(i)+1-len(s.avail))...)
 		}
 		if a := &s.avail[i]; a.gen != s.gen {
-			a.gen, a.left = s.gen, s.ledger.Balance(*e.candPayer(c))
+			a.gen, a.left, a.acct = s.gen, Amount{}, 0
+			if s.accts == nil {
+				a.left = s.led.Balance(*e.candPayer(c))
+			} else if n, ok := s.accts.Account(*e.candPayer(c)); ok {
+				a.left, a.acct = s.accts.BalanceOf(n), n+1
+			}
 		}
 		return s.avail[i].left
 	}
 	payer := *e.candPayer(c)
-	return s.ledger.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
+	return s.led.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
 }
 
 // reserve takes c's max_cost, cost, from its payer's available amount
@@ -366,6 +376,26 @@ type weightRec struct {
 type availRec struct {
 	gen  uint64 // the end of block it is for; older entries are stale
 	left Amount
+	acct uint32 // the payer's account number plus one, 0 for none (or no AccountLedger)
+}
+
+// payerAcct is the account number plus one of c's payer, if the block's
+// ledger numbers accounts and c's payer has one; c went through available
+// in this block.
+func (s *laneState) payerAcct(c *cand) uint32 {
+	if c.payerIdx == 0 {
+		return 0
+	}
+	return s.avail[c.payerIdx].acct
+}
+
+// debit takes x from a, whose account number plus one is acct (0: by
+// address).
+func (s *laneState) debit(acct uint32, a *Address, x Amount) error {
+	if acct != 0 {
+		return s.accts.DebitAccount(acct-1, x)
+	}
+	return s.led.Debit(*a, x)
 }
 
 // bid prices timer r for this block: stated fees first, else the actor's
@@ -394,7 +424,7 @@ func (e *Engine) bid(r *rec, f *Fees) Bid {
 			*c = BidContext{
 				TimerID: r.id, Actor: actor, TriggerHeight: r.height, CurrentHeight: e.height,
 				BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
-				OwnerBalance: s.ledger.Balance(actor),
+				OwnerBalance: s.led.Balance(actor),
 			}
 			b = callAgent(g, c, def)
 		}
@@ -512,6 +542,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	s := &e.lane
 	s.gen++
+	s.led = s.ledger
+	s.accts, _ = s.led.(AccountLedger)
 	h := e.height
 	p := &s.params
 	listedFrom := len(s.deferred)
@@ -672,7 +704,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		maxCost := s.maxCost(c) // selected, so covered
 		payer := e.candPayer(c)
 		*fee = FireFee{FeePayer: *payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: maxCost}
-		if err := s.ledger.Debit(*payer, maxCost); err != nil {
+		acct := s.payerAcct(c)
+		if err := s.debit(acct, payer, maxCost); err != nil {
 			// Only an executor that moved funds during this block gets
 			// here: the timer, already taken, is collected as CIP-1 §3
 			// step 8 says.
@@ -692,7 +725,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		fee.Tip = c.prio.Mul64(billed)
 		fee.Burned = s.basefee.Mul64(billed)
 		fee.Refund = maxCost.Sub(fee.Tip).Sub(fee.Burned)
-		e.settle(fee)
+		e.settle(fee, acct)
 		fig.Tips, fig.Burned = u128.SatAdd(fig.Tips, fee.Tip), u128.SatAdd(fig.Burned, fee.Burned)
 		fired = append(fired, c.prio)
 		e.countFire(actor)
@@ -813,10 +846,16 @@ func readFairEntry(x []byte) (h uint64, actor Address, n uint64) {
 // the tip to the proposer and the burn are summed and paid once, at the
 // end of the block (payTips), which no fee decision can see: they are all
 // made before the first fire. A refund the ledger cannot hold is burned
-// rather than lost from the books.
-func (e *Engine) settle(f *FireFee) {
+// rather than lost from the books. acct is as for debit.
+func (e *Engine) settle(f *FireFee, acct uint32) {
 	s := &e.lane
-	if err := s.ledger.Credit(f.FeePayer, f.Refund); err != nil {
+	var err error
+	if acct != 0 {
+		err = s.accts.CreditAccount(acct-1, f.Refund)
+	} else {
+		err = s.led.Credit(f.FeePayer, f.Refund)
+	}
+	if err != nil {
 		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
 	}
 	tips, ok1 := u128.Add(s.tipsDue, f.Tip)
@@ -832,10 +871,10 @@ func (e *Engine) settle(f *FireFee) {
 // basefee (a tip the proposer's balance cannot hold is burned).
 func (e *Engine) payTips() {
 	s := &e.lane
-	if err := s.ledger.Credit(s.proposer, s.tipsDue); err != nil {
-		_ = s.ledger.Burn(s.tipsDue)
+	if err := s.led.Credit(s.proposer, s.tipsDue); err != nil {
+		_ = s.led.Burn(s.tipsDue)
 	}
-	_ = s.ledger.Burn(s.burnDue)
+	_ = s.led.Burn(s.burnDue)
 	s.tipsDue, s.burnDue = Amount{}, Amount{}
 }
 

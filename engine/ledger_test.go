@@ -1,0 +1,170 @@
+package engine_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+// addressLedger hides MemLedger's account numbers: the lane charges it by
+// address only.
+type addressLedger struct{ engine.Ledger }
+
+func TestMemLedgerAccounts(t *testing.T) {
+	a, b := engine.Address{1}, engine.Address{2}
+	max := amount("340282366920938463463374607431768211455")
+	tests := []struct {
+		name string
+		run  func(l *engine.MemLedger) error
+		want error
+	}{
+		{"debit 0 from no account", func(l *engine.MemLedger) error { return l.Debit(b, engine.Amount{}) }, nil},
+		{"debit 1 from no account", func(l *engine.MemLedger) error { return l.Debit(b, amount("1")) }, engine.ErrInsufficientFunds},
+		{"debit all by number", func(l *engine.MemLedger) error {
+			n, _ := l.Account(a)
+			return l.DebitAccount(n, amount("100"))
+		}, nil},
+		{"debit too much by number", func(l *engine.MemLedger) error {
+			n, _ := l.Account(a)
+			return l.DebitAccount(n, amount("101"))
+		}, engine.ErrInsufficientFunds},
+		{"credit past 2^128-1 by number", func(l *engine.MemLedger) error {
+			n, _ := l.Account(a)
+			return l.CreditAccount(n, max)
+		}, engine.ErrAmountOverflow},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := engine.NewMemLedger()
+			require.NoError(t, l.Credit(a, amount("100")))
+			_, ok := l.Account(b)
+			require.False(t, ok, "an address never credited has no account")
+			before := l.Clone()
+			err := tc.run(l)
+			require.ErrorIs(t, err, tc.want)
+			if err != nil {
+				require.Contains(t, err.Error(), "0x", "the error names the account")
+				require.Equal(t, before.Balance(a), l.Balance(a), "a failed operation changes nothing")
+			}
+		})
+	}
+	l := engine.NewMemLedger()
+	require.NoError(t, l.Credit(b, amount("7")))
+	require.NoError(t, l.Credit(a, amount("5")))
+	na, _ := l.Account(a)
+	nb, _ := l.Account(b)
+	require.NotEqual(t, na, nb)
+	require.NoError(t, l.CreditAccount(na, amount("3")))
+	require.NoError(t, l.DebitAccount(nb, amount("2")))
+	require.Equal(t, "8", l.Balance(a).String())
+	require.Equal(t, "5", l.BalanceOf(nb).String())
+}
+
+// TestLaneAccountNumbersChangeNothing runs one random lane scenario twice:
+// on a MemLedger, which the lane charges by account number, and on the same
+// ledger seen through Ledger alone, charged by address. Handlers move the
+// payers' funds, so some pre-charges fail mid-block. Every event, balance
+// and block result must be the same.
+func TestLaneAccountNumbersChangeNothing(t *testing.T) {
+	run := func(hide bool) []string {
+		r := rand.New(rand.NewPCG(21, 22))
+		payers := []engine.Address{actorN(1), actorN(2), actorN(3), {0xee}} // the last has no timers
+		mem := engine.NewMemLedger()
+		l := newLane(t, func(c *engine.Config) {
+			c.Lane.LaneTimerCycles = 600_000
+			c.Lane.MaxCyclesPerFireAuction = 200_000
+			c.InitialBasefee = amount("3")
+			c.MaxTimersPerActor = 10_000
+		})
+		if hide {
+			l.e.SetLedger(addressLedger{mem})
+		} else {
+			l.e.SetLedger(mem)
+		}
+		for _, p := range payers {
+			l.fund(p, fmt.Sprint(1_000_000+r.Uint64N(5_000_000)))
+		}
+		var out []string
+		l.x = &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+			if r.IntN(4) == 0 { // the handler spends a payer's funds
+				p := payers[r.IntN(len(payers))]
+				err := mem.Debit(p, amount(fmt.Sprint(r.IntN(2_000_000))))
+				out = append(out, fmt.Sprintf("spend %x %v", p[:1], err != nil))
+			}
+			if r.IntN(3) == 0 {
+				tx.Schedule(d.Block+1+r.Uint64N(2), []byte{byte(r.IntN(256))})
+			}
+			return engine.Usage{Cycles: r.Uint64N(d.CyclesLimit + 1)}, nil
+		}}
+		for h := uint64(1); h <= 120; h++ {
+			l.fund(payers[r.IntN(len(payers))], fmt.Sprint(r.IntN(2_000_000)))
+			res, lines := l.block(h, actorN(1+r.IntN(3)), func(tx engine.Tx) {
+				for range r.IntN(8) {
+					f := engine.Fees{Set: engine.HasGasLimit, GasLimit: 1 + r.Uint64N(200_000)}
+					if r.IntN(2) == 0 {
+						f.Set |= engine.HasFeePayer
+						f.FeePayer = payers[r.IntN(len(payers))]
+					}
+					tx.SetNonce(r.Uint64())
+					_, _ = tx.ScheduleFees(h+1+r.Uint64N(3), nil, &f)
+				}
+			})
+			out = append(out, lines...)
+			out = append(out, fmt.Sprintf("block %d fired %d gc %d deferred %d basefee %s", h, res.Fired, res.GC, res.Deferred, res.Lane.Basefee))
+			for _, p := range payers {
+				out = append(out, fmt.Sprintf("balance %x %s", p[:1], mem.Balance(p)))
+			}
+		}
+		out = append(out, fmt.Sprintf("burned %s tips %s", mem.Burned(), mem.Balance(proposerQ)))
+		return out
+	}
+	byNumber, byAddress := run(false), run(true)
+	require.Equal(t, byAddress, byNumber)
+	// A collection after a fire in one block is a pre-charge that failed
+	// mid-block: the path where the lane charges by number matters most.
+	var collected, firedYet bool
+	for _, line := range byNumber {
+		switch {
+		case strings.HasPrefix(line, "block "):
+			firedYet = false
+		case strings.HasPrefix(line, "fire "):
+			firedYet = true
+		case strings.HasPrefix(line, "gc ") && strings.HasSuffix(line, "insufficient_funds") && firedYet:
+			collected = true
+		}
+	}
+	require.True(t, collected, "no pre-charge failed mid-block")
+}
+
+// TestSetLedgerDuringEndOfBlock: a handler that swaps the ledger does not
+// change the one the running end of block charges; the next one charges
+// the new ledger.
+func TestSetLedgerDuringEndOfBlock(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) { c.InitialBasefee = amount("1") })
+	first, second := engine.NewMemLedger(), engine.NewMemLedger()
+	l.e.SetLedger(first)
+	a := actorN(1)
+	require.NoError(t, first.Credit(a, amount("10000000")))
+	require.NoError(t, second.Credit(a, amount("10000000")))
+	l.x = &recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+		l.e.SetLedger(second)
+		return engine.Usage{Cycles: 1000}, nil
+	}}
+	gas := engine.Fees{Set: engine.HasGasLimit, GasLimit: 1000}
+	l.block(1, a, func(tx engine.Tx) {
+		tx.SetNonce(1)
+		l.schedule(tx, 2, "x", gas)
+		tx.SetNonce(2)
+		l.schedule(tx, 2, "y", gas)
+	})
+	res, _ := l.block(2, a, nil)
+	require.Equal(t, 2, res.Fired)
+	require.Equal(t, "10000000", second.Balance(a).String(), "the swapped-in ledger is not charged in the block that swapped it")
+	require.Less(t, first.Balance(a).Cmp(amount("10000000")), 0, "both fires are charged to the first ledger")
+	require.Equal(t, second, l.e.Ledger())
+}
