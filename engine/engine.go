@@ -223,10 +223,15 @@ func (e *Engine) Begin(actor Address, nonce uint64) (Tx, error) {
 	return e.openTx(&actor, nonce, false), nil
 }
 
+// openTx writes the state field by field: a struct literal with *actor in
+// it is built on the stack and copied, as actor might alias e.txs.
 func (e *Engine) openTx(actor *Address, nonce uint64, handler bool) Tx {
-	e.txs = txState{gen: e.txs.gen + 1, actor: *actor, nonce: nonce, open: true, handler: handler, seq0: e.seq}
+	s := &e.txs
+	s.gen++
+	s.actor, s.actorIdx, s.nonce, s.seq0, s.from = *actor, 0, nonce, e.seq, 0
+	s.open, s.handler = true, handler
 	e.undo = e.undo[:0]
-	return Tx{e: e, gen: e.txs.gen}
+	return Tx{e: e, gen: s.gen}
 }
 
 // EndBlock delivers the timers due at the open block's height. The tiers

@@ -703,7 +703,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		fee := &s.fee
 		maxCost := s.maxCost(c) // selected, so covered
 		payer := e.candPayer(c)
-		*fee = FireFee{FeePayer: *payer, GasLimit: c.gas, PriorityFee: c.prio, Weight: c.weight, Charged: maxCost}
+		// Field by field, as for openTx; Refund, Tip and Burned follow.
+		fee.FeePayer, fee.GasLimit, fee.PriorityFee, fee.Weight, fee.Charged = *payer, c.gas, c.prio, c.weight, maxCost
 		acct := s.payerAcct(c)
 		if err := s.debit(acct, payer, maxCost); err != nil {
 			// Only an executor that moved funds during this block gets
