@@ -3,8 +3,8 @@
 // BenchmarkHold is the classic hold model of priority queues: n timers stay
 // resident; one op pops the next timer due at the current height (moving
 // the height on block by block while nothing is due) and re-inserts it gap
-// blocks later. Every implementation stores and returns the same 24-byte
-// item (height, seq, val) and pops in (height, seq) order, which
+// blocks later. Every implementation is given and returns the same item
+// (height, seq, val) and pops in (height, seq) order, which
 // TestHoldEquivalent checks. Implementations: calendar (ours,
 // internal/calendar), heap (hand-written binary heap), container_heap,
 // btree (tidwall/btree ordered map, Aptos' BigOrderedMap approach) and

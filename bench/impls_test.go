@@ -31,7 +31,7 @@ func newCalendarHold(w *workload) *calendarHold {
 	c := &calendarHold{clock: newClock(w), q: q}
 	for k := range w.heights {
 		it := initial(w, k)
-		q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: it.val})
+		q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: uint32(it.val)})
 	}
 	return c
 }
@@ -44,8 +44,8 @@ func (c *calendarHold) step() {
 		c.due = c.q.Take()
 		e, ok = c.due.Next(c.q.C)
 	}
-	it := c.again(item{height: e.Height, seq: e.Seq, val: e.Val})
-	c.q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: it.val})
+	it := c.again(item{height: e.Height, seq: e.Seq, val: uint64(e.Val)})
+	c.q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: uint32(it.val)})
 }
 
 // binHeap is a hand-written binary min-heap ordered by less.

@@ -362,7 +362,7 @@ func (e *Engine) applyRecord(body []byte) error {
 	// What is left due at this height waited (the lane's deferred list).
 	due := e.q.Take()
 	for x, ok := due.Next(e.q.C); ok; x, ok = due.Next(e.q.C) {
-		e.addDeferred(uint32(x.Val))
+		e.addDeferred(x.Val)
 	}
 	nFair, ok := u32()
 	if !ok {

@@ -267,7 +267,7 @@ type fifo struct{}
 func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	order := e.due[:0]
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
-		order = append(order, uint32(t.Val))
+		order = append(order, t.Val)
 	}
 	e.touchAll(order)
 	e.take(order)
@@ -496,7 +496,7 @@ func (e *Engine) allocRec() uint32 {
 // newQueue returns an empty calendar queue of the configured layout that
 // tells each record where its timer moves.
 func (e *Engine) newQueue() (*calendar.Queue, error) {
-	return calendar.New(e.cfg.layout(), func(val uint64, p ring.Pos) { e.recs.At(uint32(val)).at = uint32(p) })
+	return calendar.New(e.cfg.layout(), func(val uint32, p ring.Pos) { e.recs.At(val).at = uint32(p) })
 }
 
 // place puts pending timer i in the calendar queue, or on the lane's
@@ -507,7 +507,7 @@ func (e *Engine) place(i uint32) {
 		e.addDeferred(i)
 		return
 	}
-	r.at = uint32(e.q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: uint64(i)}))
+	r.at = uint32(e.q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: i}))
 }
 
 // unqueue takes pending timer i out of the calendar queue, or off the

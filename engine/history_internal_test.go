@@ -142,7 +142,7 @@ func TestRollback(t *testing.T) {
 				if target == c.steps[k].height {
 					require.Equal(t, c.steps[k].root, e.Root(), "%v %v rollback to %d", policy, layout, target)
 				}
-				require.NoError(t, e.q.Verify(func(v uint64) (ring.Pos, bool) { return ring.Pos(e.recs.At(uint32(v)).at), true }))
+				require.NoError(t, e.q.Verify(func(v uint32) (ring.Pos, bool) { return ring.Pos(e.recs.At(v).at), true }))
 				e.checkConsistent(t)
 				// Go on from the target: the program state of the step
 				// after it, which either runs the same steps again or a

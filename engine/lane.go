@@ -461,7 +461,7 @@ func callAgent(g GasBidder, c *BidContext, def Bid) (b Bid) {
 func (e *Engine) listAll(due ring.Iter) {
 	s := &e.lane
 	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
-		s.deferred = append(s.deferred, uint32(t.Val))
+		s.deferred = append(s.deferred, t.Val)
 		s.reasons = append(s.reasons, 0)
 	}
 }

@@ -352,7 +352,7 @@ func (e *Engine) Leaves() []Leaf {
 	timer := func(i uint32) {
 		out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
 	}
-	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(uint32(x.Val)) })
+	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(x.Val) })
 	for _, i := range e.lane.deferred {
 		timer(i)
 	}

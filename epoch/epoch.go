@@ -18,6 +18,10 @@ import (
 // MaxCount is the largest number of epoch buckets.
 const MaxCount = 1 << 20
 
+// MaxLength is the longest epoch: a bucket stores its heights as 32-bit
+// offsets from one of them.
+const MaxLength = 1 << 31
+
 // Slabs is the epoch tier.
 type Slabs struct {
 	ring.Buckets
@@ -26,8 +30,8 @@ type Slabs struct {
 
 // New returns an epoch tier of count epochs of length blocks.
 func New(length, count uint64) (*Slabs, error) {
-	if length == 0 || count == 0 || count > MaxCount {
-		return nil, fmt.Errorf("epoch: length %d and count %d must be >= 1 (count <= 2^20)", length, count)
+	if length == 0 || length > MaxLength || count == 0 || count > MaxCount {
+		return nil, fmt.Errorf("epoch: length %d and count %d must be >= 1 (length <= 2^31, count <= 2^20)", length, count)
 	}
 	return &Slabs{Buckets: ring.NewBuckets(count), length: length, count: count}, nil
 }

@@ -14,7 +14,8 @@ func TestNewBounds(t *testing.T) {
 		ok            bool
 	}{
 		{0, 1, false}, {1, 0, false}, {1, 1, true}, {7, 3, true},
-		{1 << 63, 1, true}, {1, 1 << 20, true}, {1, 1<<20 + 1, false},
+		{epoch.MaxLength, 1, true}, {epoch.MaxLength + 1, 1, false}, {1 << 63, 1, false},
+		{1, 1 << 20, true}, {1, 1<<20 + 1, false},
 	}
 	for _, tc := range tests {
 		s, err := epoch.New(tc.length, tc.count)
@@ -80,9 +81,9 @@ func TestSlabs(t *testing.T) {
 		{"len", 3, 4, []op{
 			{kind: "push", t: timer{0, 1}}, {kind: "push", t: timer{3, 2}}, {kind: "push", t: timer{11, 3}}, {kind: "remove", t: timer{3, 2}},
 		}, 2},
-		{"top epoch", 1 << 62, 4, []op{
-			{kind: "push", t: timer{1<<64 - 1, 1}}, {kind: "push", t: timer{3 << 62, 2}},
-			{kind: "take", e: 3, want: []uint64{1, 2}},
+		{"top epoch", epoch.MaxLength, 4, []op{ // epoch 2^33-1: 2^64-2^31 .. 2^64-1
+			{kind: "push", t: timer{1<<64 - 1, 1}}, {kind: "push", t: timer{1<<64 - epoch.MaxLength, 2}},
+			{kind: "take", e: 1<<33 - 1, want: []uint64{1, 2}},
 		}, 0},
 	}
 	for _, tc := range tests {
@@ -111,7 +112,7 @@ func TestSlabs(t *testing.T) {
 					if len(o.want) > 0 {
 						m := ^uint64(0)
 						for t, p := range pos {
-							if s.Of(t.h)%tc.count == o.e%tc.count && c.At(p).Seq == t.seq {
+							if s.Of(t.h)%tc.count == o.e%tc.count && atSeq(c, p) == t.seq {
 								m = min(m, t.h)
 							}
 						}
@@ -140,4 +141,9 @@ func TestSlabs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func atSeq(c *ring.Chunks, p ring.Pos) uint64 {
+	seq, _ := c.At(p)
+	return seq
 }

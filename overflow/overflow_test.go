@@ -17,7 +17,7 @@ func items(t *overflow.Tree) []ring.Entry {
 }
 
 func TestTree(t *testing.T) {
-	it := func(h, seq, val uint64) ring.Entry { return ring.Entry{Height: h, Seq: seq, Val: val} }
+	it := func(h, seq uint64, val uint32) ring.Entry { return ring.Entry{Height: h, Seq: seq, Val: val} }
 	type op struct {
 		kind string // insert, delete, popmin
 		it   ring.Entry
@@ -102,7 +102,7 @@ func TestTreeRandom(t *testing.T) {
 		switch r := rng.IntN(10); {
 		case r < 5:
 			seq++
-			it := ring.Entry{Height: rng.Uint64N(50), Seq: seq, Val: seq}
+			it := ring.Entry{Height: rng.Uint64N(50), Seq: seq, Val: uint32(seq)}
 			tr.Insert(it)
 			model = append(model, it)
 			sort.Slice(model, func(i, j int) bool { return less(model[i], model[j]) })

@@ -1,18 +1,23 @@
 package ring
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
 // Bucket is an unrolled FIFO list of entries. The zero Bucket is empty.
+// Its entries' heights are stored as offsets from base, the height of the
+// first entry pushed into it empty, so they must all lie within 2^31 of
+// that one (a ring bucket holds one height, an epoch bucket one epoch).
 type Bucket struct {
 	head, tail uint32 // chunks
 	headOff    uint32 // slots of the head chunk already shifted out
 	tailLen    uint32 // entries written in the tail chunk
-	Live       int    // entries that are not tombstones
-	Dead       int    // tombstones
+	Live       uint32 // entries that are not tombstones
+	Dead       uint32 // tombstones
+	base       uint64
 }
 
 // Empty reports whether the bucket holds no live entry.
@@ -21,21 +26,32 @@ func (b *Bucket) Empty() bool { return b.Live == 0 }
 // Push appends e (e.Seq must not be 0) and returns its position.
 func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 	if b.tail == nilChunk || b.tailLen == ChunkLen {
-		b.newTail(c)
+		b.newTail(c, e.Height)
 	}
-	c.slab.At(b.tail).e[b.tailLen] = e
+	off := int64(e.Height - b.base)
+	if off != int64(int32(off)) {
+		b.tooFar(e.Height)
+	}
+	c.slab.At(b.tail).e[b.tailLen] = slot{Seq: e.Seq, Val: e.Val, Off: int32(off)}
 	p := Pos(b.tail*ChunkLen + b.tailLen)
 	b.tailLen++
 	b.Live++
 	return p
 }
 
+// tooFar refuses height h, more than 2^31 away from b's base: a caller
+// broke the calendar's layout bounds.
+func (b *Bucket) tooFar(h uint64) {
+	panic(fmt.Sprintf("ring: height %d in a bucket of height %d", h, b.base))
+}
+
 // newTail links a new, empty chunk at the tail: Push's slow path, once per
-// ChunkLen pushes, kept out of its common path.
-func (b *Bucket) newTail(c *Chunks) {
+// ChunkLen pushes, kept out of its common path. The first chunk of an
+// empty bucket sets its base to the height h about to be pushed.
+func (b *Bucket) newTail(c *Chunks, h uint64) {
 	n := c.alloc()
 	if b.tail == nilChunk {
-		b.head = n
+		b.head, b.base = n, h
 	} else {
 		c.slab.At(b.tail).next = n
 	}
@@ -56,7 +72,7 @@ func (b *Bucket) Prefetch(c *Chunks) {
 // arena. Callers compact the bucket when NeedsCompaction says so, so that
 // tombstones never outgrow the live entries.
 func (b *Bucket) Kill(c *Chunks, p Pos) {
-	c.At(p).Seq = 0
+	c.at(p).Seq = 0
 	b.Live--
 	if b.tailLen > 0 && p == Pos(b.tail*ChunkLen+b.tailLen-1) {
 		b.tailLen--
@@ -96,12 +112,13 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 			n = b.tailLen
 		}
 		for b.headOff < n {
-			e := ch.e[b.headOff]
+			s := &ch.e[b.headOff]
 			b.headOff++
-			if e.Seq == 0 {
+			if s.Seq == 0 {
 				b.Dead--
 				continue
 			}
+			e := b.entry(s)
 			if b.Live--; b.Live == 0 {
 				b.Release(c) // only tombstones can follow
 			}
@@ -115,6 +132,11 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 		b.head, b.headOff = next, 0
 	}
 	return Entry{}, false
+}
+
+// entry is the entry that s, a slot of b, holds.
+func (b *Bucket) entry(s *slot) Entry {
+	return Entry{Height: b.base + uint64(int64(s.Off)), Seq: s.Seq, Val: s.Val}
 }
 
 // Detach returns the bucket's content and leaves it empty.
@@ -139,7 +161,7 @@ func (b *Bucket) Release(c *Chunks) {
 // content: b is left empty.
 func (b *Bucket) Drain() Iter {
 	d := b.Detach()
-	return Iter{chunk: d.head, tail: d.tail, tailLen: d.tailLen, i: d.headOff}
+	return Iter{chunk: d.head, tail: d.tail, tailLen: d.tailLen, i: d.headOff, base: d.base}
 }
 
 // Iter reads a detached bucket. The zero Iter is exhausted.
@@ -148,6 +170,11 @@ type Iter struct {
 	tailLen, i  uint32
 	ch          *chunk // chunk's memory, once Next has been there
 	n           uint32 // entries written in ch
+	base        uint64 // the bucket's base height
+}
+
+func (it *Iter) entry(s *slot) Entry {
+	return Entry{Height: it.base + uint64(int64(s.Off)), Seq: s.Seq, Val: s.Val}
 }
 
 // Next returns the next live entry, or false when none is left. Its common
@@ -155,10 +182,10 @@ type Iter struct {
 // iterator keeps, instead of looking the chunk up in the slab each time.
 func (it *Iter) Next(c *Chunks) (Entry, bool) {
 	if it.i < it.n { // n is 0 until next has loaded ch
-		e := it.ch.e[it.i%ChunkLen]
+		s := &it.ch.e[it.i%ChunkLen]
 		it.i++
-		if e.Seq != 0 {
-			return e, true
+		if s.Seq != 0 {
+			return it.entry(s), true
 		}
 	}
 	return it.next(c)
@@ -174,10 +201,10 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 			}
 		}
 		for it.i < it.n {
-			e := it.ch.e[it.i]
+			s := &it.ch.e[it.i]
 			it.i++
-			if e.Seq != 0 {
-				return e, true
+			if s.Seq != 0 {
+				return it.entry(s), true
 			}
 		}
 		next := it.ch.next
@@ -203,8 +230,8 @@ func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
 			n = b.tailLen
 		}
 		for j := from; j < n; j++ {
-			if e := ch.e[j]; e.Seq != 0 {
-				f(e, Pos(i*ChunkLen+j))
+			if s := &ch.e[j]; s.Seq != 0 {
+				f(b.entry(s), Pos(i*ChunkLen+j))
 			}
 		}
 	}

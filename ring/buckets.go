@@ -70,18 +70,18 @@ func (s *Buckets) MoveTo(i uint64, d *Buckets, j uint64) {
 		panic(fmt.Sprintf("ring: move of bucket %d into bucket %d, which is not empty", i, j))
 	}
 	b := s.b[i].Detach()
-	s.len -= b.Live
+	s.len -= int(b.Live)
 	s.occupied.Clear(i)
 	if b.Live > 0 {
 		d.b[j] = b
-		d.len += b.Live
+		d.len += int(b.Live)
 		d.occupied.Set(j)
 	}
 }
 
 // Take detaches bucket i and returns an iterator over it, in FIFO order.
 func (s *Buckets) Take(i uint64) Iter {
-	s.len -= s.b[i].Live
+	s.len -= int(s.b[i].Live)
 	s.occupied.Clear(i)
 	return s.b[i].Drain()
 }

@@ -9,11 +9,22 @@ import (
 
 // Entry is one timer in a tier: its due height, its insertion sequence
 // (FIFO order among timers of one height; 0 marks a cancelled entry) and a
-// value its owner chose, such as the index of its record. It is 24 bytes.
+// value its owner chose, such as the index of its record.
 type Entry struct {
 	Height uint64
 	Seq    uint64
-	Val    uint64
+	Val    uint32
+}
+
+// slot is an entry as a chunk stores it, in 16 bytes: its height as an
+// offset from its bucket's base height. A bucket's heights lie within an
+// epoch (in the ring, a bucket holds one height), so the offset fits. A
+// third fewer bytes than the whole entry means a third fewer cache lines
+// for the inserts to fill and the deliveries to read.
+type slot struct {
+	Seq uint64
+	Val uint32
+	Off int32
 }
 
 // ChunkLen is the number of entries per chunk.
@@ -23,14 +34,14 @@ const ChunkLen = 32
 // 2^31, so an owner may use the top bit of a uint32 holding one as a flag.
 type Pos uint32
 
-// MaxChunks bounds the arena: 2^26 chunks, 2^31 entries (48 GiB of them).
+// MaxChunks bounds the arena: 2^26 chunks, 2^31 entries (32 GiB of them).
 const MaxChunks = 1 << 26
 
 // nilChunk is the chunk index that names no chunk.
 const nilChunk uint32 = 0
 
 type chunk struct {
-	e    [ChunkLen]Entry
+	e    [ChunkLen]slot
 	next uint32
 }
 
@@ -76,12 +87,18 @@ func (c *Chunks) release(i uint32) {
 // reserved: an owner's 0 says "no position").
 func (c *Chunks) Prefetch(p Pos) {
 	if k := uint32(p) / ChunkLen; k != nilChunk && int(k) < c.slab.Cap() {
-		prefetch.Line(unsafe.Pointer(c.At(p)))
+		prefetch.Line(unsafe.Pointer(c.at(p)))
 	}
 }
 
-// At returns the entry at p.
-func (c *Chunks) At(p Pos) *Entry { return &c.slab.At(uint32(p) / ChunkLen).e[p%ChunkLen] }
+func (c *Chunks) at(p Pos) *slot { return &c.slab.At(uint32(p) / ChunkLen).e[p%ChunkLen] }
+
+// At returns the sequence and value of the entry at p (a sequence of 0: a
+// cancelled entry). Its height is its bucket's.
+func (c *Chunks) At(p Pos) (seq uint64, val uint32) {
+	s := c.at(p)
+	return s.Seq, s.Val
+}
 
 // Live is the number of chunks in use.
 func (c *Chunks) Live() int { return c.live }

@@ -12,7 +12,10 @@
 // blocks before it with both. A [Ring] is a power-of-two array of
 // buckets, bucket = height & (size-1), with a bitset of the non-empty ones.
 //
-// The ring does not check which heights it holds: its owner keeps every
-// resident height within one window of at most Size consecutive heights, so
-// a bucket never mixes two heights.
+// A chunk stores an entry in 16 bytes, its height as a 32-bit offset from
+// the bucket's base height (that of the first entry pushed into it empty),
+// so a bucket's heights must lie within 2^31 of each other; Push panics
+// otherwise. The ring does not check which heights it holds: its owner
+// keeps every resident height within one window of at most Size
+// consecutive heights, so a bucket never mixes two heights.
 package ring

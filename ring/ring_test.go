@@ -48,15 +48,15 @@ func TestBucket(t *testing.T) {
 			var b Bucket
 			pos := map[uint64]Pos{}
 			for s := uint64(1); s <= uint64(tt.n); s++ {
-				pos[s] = b.Push(c, Entry{Height: 9, Seq: s, Val: s * 10})
-				if got := *c.At(pos[s]); got != (Entry{9, s, s * 10}) {
-					t.Fatalf("At(Push(seq %d)) = %+v", s, got)
+				pos[s] = b.Push(c, Entry{Height: 9, Seq: s, Val: uint32(s * 10)})
+				if seq, val := c.At(pos[s]); seq != s || uint64(val) != s*10 {
+					t.Fatalf("At(Push(seq %d)) = seq %d val %d", s, seq, val)
 				}
 			}
 			for _, s := range tt.kill {
 				b.Kill(c, pos[s])
 			}
-			if b.Live != len(tt.want) || b.Empty() != (len(tt.want) == 0) {
+			if int(b.Live) != len(tt.want) || b.Empty() != (len(tt.want) == 0) {
 				t.Fatalf("Live %d, Empty %v; want %d live", b.Live, b.Empty(), len(tt.want))
 			}
 			var walked []uint64
@@ -167,7 +167,7 @@ func TestKillAndCompact(t *testing.T) {
 	var b Bucket
 	pos := map[uint64]Pos{}
 	for s := uint64(1); s <= 3*ChunkLen; s++ {
-		pos[s] = b.Push(c, Entry{Height: 1, Seq: s, Val: s})
+		pos[s] = b.Push(c, Entry{Height: 1, Seq: s, Val: uint32(s)})
 	}
 	// The last entry written is taken back, not left as a tombstone.
 	b.Kill(c, pos[3*ChunkLen])
@@ -186,15 +186,15 @@ func TestKillAndCompact(t *testing.T) {
 	}
 	before := c.Live()
 	moved := map[uint64]Pos{}
-	b.Compact(c, func(e Entry, p Pos) { moved[e.Val] = p })
+	b.Compact(c, func(e Entry, p Pos) { moved[uint64(e.Val)] = p })
 	var want []uint64
 	b.Walk(c, func(e Entry) { want = append(want, e.Seq) })
-	if len(moved) != b.Live || b.Dead != 0 || c.Live() >= before {
+	if len(moved) != int(b.Live) || b.Dead != 0 || c.Live() >= before {
 		t.Fatalf("compaction: %d moved, Live %d, Dead %d, chunks %d -> %d", len(moved), b.Live, b.Dead, before, c.Live())
 	}
 	for val, p := range moved {
-		if c.At(p).Val != val {
-			t.Fatalf("moved reported %d at %d, which holds %+v", val, p, *c.At(p))
+		if seq, v := c.At(p); uint64(v) != val {
+			t.Fatalf("moved reported %d at %d, which holds seq %d val %d", val, p, seq, v)
 		}
 	}
 	if got := seqs(c, b.Drain()); !slices.Equal(got, want) || !slices.IsSorted(got) || got[0] != 1 {
@@ -232,7 +232,7 @@ func TestShift(t *testing.T) {
 	next := uint64(1)
 	push := func(n int) {
 		for range n {
-			pos[next] = b.Push(c, Entry{Height: 1, Seq: next, Val: next})
+			pos[next] = b.Push(c, Entry{Height: 1, Seq: next, Val: uint32(next)})
 			want = append(want, next)
 			next++
 		}
@@ -245,12 +245,12 @@ func TestShift(t *testing.T) {
 		t.Helper()
 		var got []uint64
 		b.WalkPos(c, func(e Entry, p Pos) {
-			if p != pos[e.Seq] || *c.At(p) != e {
+			if p != pos[e.Seq] || !holds(c, p, e) {
 				t.Fatalf("%s: seq %d at %d, pushed at %d", what, e.Seq, p, pos[e.Seq])
 			}
 			got = append(got, e.Seq)
 		})
-		if !slices.Equal(got, want) || b.Live != len(want) {
+		if !slices.Equal(got, want) || int(b.Live) != len(want) {
 			t.Fatalf("%s: walk %v (Live %d), want %v", what, got, b.Live, want)
 		}
 	}
@@ -315,7 +315,7 @@ func TestShiftThenCompact(t *testing.T) {
 	var b Bucket
 	pos := map[uint64]Pos{}
 	for s := uint64(1); s <= 4*ChunkLen; s++ {
-		pos[s] = b.Push(c, Entry{Height: 1, Seq: s, Val: s})
+		pos[s] = b.Push(c, Entry{Height: 1, Seq: s, Val: uint32(s)})
 	}
 	for range 10 {
 		b.Shift(c)
@@ -332,7 +332,7 @@ func TestShiftThenCompact(t *testing.T) {
 	}
 	var before []uint64
 	b.Walk(c, func(e Entry) { before = append(before, e.Seq) })
-	b.Compact(c, func(e Entry, p Pos) { pos[e.Val] = p })
+	b.Compact(c, func(e Entry, p Pos) { pos[uint64(e.Val)] = p })
 	var after []uint64
 	b.WalkPos(c, func(e Entry, p Pos) {
 		if pos[e.Seq] != p {
@@ -416,12 +416,75 @@ func TestPrefetchAnyPos(t *testing.T) {
 		full.Push(c, Entry{Height: 8, Seq: uint64(k + 1)})
 	}
 	full.Prefetch(c) // the tail chunk is full: nothing to load
-	if e := *c.At(p); e != (Entry{Height: 7, Seq: 1, Val: 9}) {
-		t.Fatalf("entry at %d is %+v after prefetches", p, e)
+	if !holds(c, p, Entry{Height: 7, Seq: 1, Val: 9}) {
+		t.Fatalf("entry at %d changed by prefetches", p)
 	}
 	var got []Entry
 	b.Walk(c, func(e Entry) { got = append(got, e) })
 	if len(got) != 1 || b.Live != 1 || full.Live != ChunkLen {
 		t.Fatalf("buckets changed by prefetches: %v, live %d and %d", got, b.Live, full.Live)
 	}
+}
+
+// holds reports whether position p holds e's seq and val (a chunk stores
+// heights as offsets from its bucket's base, which the walks check).
+func holds(c *Chunks, p Pos, e Entry) bool {
+	seq, val := c.At(p)
+	return seq == e.Seq && val == e.Val
+}
+
+// TestBucketHeights: a bucket stores heights as offsets from the first one
+// pushed into it empty, so entries below it, near 2^64 and up to 2^31 away
+// come back whole, in every read; one further away is refused.
+func TestBucketHeights(t *testing.T) {
+	tests := []struct {
+		name      string
+		heights   []uint64
+		releaseAt int // empty the bucket before pushing heights[releaseAt]; 0: never
+	}{
+		{"one height", []uint64{9, 9, 9}, 0},
+		{"below the first", []uint64{100, 3, 99, 1 << 20}, 0},
+		{"near 2^64", []uint64{1<<64 - 1, 1<<64 - 1<<31, 1<<64 - 2}, 0},
+		{"2^31 either way", []uint64{1 << 40, 1<<40 - 1<<31, 1<<40 + 1<<31 - 1}, 0},
+		{"after emptying, a new base", []uint64{5, 0, 1 << 50, 1<<50 + 7}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewChunks()
+			var b Bucket
+			var want []Entry
+			for k, h := range tc.heights {
+				if k > 0 && k == tc.releaseAt {
+					b.Release(c)
+					want = nil
+				}
+				e := Entry{Height: h, Seq: uint64(k + 1), Val: uint32(10 * k)}
+				b.Push(c, e)
+				want = append(want, e)
+			}
+			var walked []Entry
+			b.Walk(c, func(e Entry) { walked = append(walked, e) })
+			if !slices.Equal(walked, want) {
+				t.Fatalf("Walk %v, want %v", walked, want)
+			}
+			first, _ := b.Shift(c)
+			var rest []Entry
+			it := b.Drain()
+			for e, ok := it.Next(c); ok; e, ok = it.Next(c) {
+				rest = append(rest, e)
+			}
+			if got := append([]Entry{first}, rest...); !slices.Equal(got, want) {
+				t.Fatalf("Shift then Drain %v, want %v", got, want)
+			}
+		})
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a height 2^31 above the bucket's base was accepted")
+		}
+	}()
+	var b Bucket
+	c := NewChunks()
+	b.Push(c, Entry{Height: 1 << 40, Seq: 1})
+	b.Push(c, Entry{Height: 1<<40 + 1<<31, Seq: 2})
 }

@@ -107,7 +107,7 @@ type Queue struct {
 	ring     *ring.Ring
 	epochs   *epoch.Slabs
 	overflow *overflow.Tree
-	moved    func(val uint64, p ring.Pos) // told each new position; may be nil
+	moved    func(val uint32, p ring.Pos) // told each new position; may be nil
 	length   uint64                       // L
 	k        uint64                       // whole epochs after the current one that the ring holds
 	maxEpoch uint64                       // epoch of height 2^64-1
@@ -142,7 +142,7 @@ type Queue struct {
 // New returns an empty queue at height 0. When a timer moves down a tier
 // (or into a stage) its new position is reported to moved (if not nil), so
 // that its owner can still Remove it.
-func New(l Layout, moved func(val uint64, p ring.Pos)) (*Queue, error) {
+func New(l Layout, moved func(val uint32, p ring.Pos)) (*Queue, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -353,8 +353,8 @@ func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
 		}
 		return
 	}
-	if e := q.C.At(p); e.Height != height || e.Seq != seq {
-		panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds (%d, %d)", height, seq, p, e.Height, e.Seq))
+	if s, _ := q.C.At(p); s != seq { // seqs are unique: no other timer is there
+		panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds seq %d", height, seq, p, s))
 	}
 	switch {
 	case height <= q.ringEnd:

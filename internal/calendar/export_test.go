@@ -5,7 +5,7 @@ package calendar
 // stage and those of its epoch still in the tree.
 func (q *Queue) StageLens() (staged, unstaged, ostaged, ounstaged int) {
 	if q.staging() {
-		unstaged = q.epochs.At(q.stageSrc).Live
+		unstaged = int(q.epochs.At(q.stageSrc).Live)
 	}
 	return q.stage.Len(), unstaged, q.ostage.Len(), q.ostLeft
 }

@@ -358,13 +358,13 @@ func TestInsertIntoOverflowStage(t *testing.T) {
 func TestSeqReusedBelowBound(t *testing.T) {
 	// In window 1 (4..7): staged epoch 5 (20..23), overflow stage epoch 8 (32..35).
 	l := calendar.Layout{RingSize: 16, EpochLength: 4, EpochCount: 3}
-	pos := map[uint64]ring.Pos{}
-	q, err := calendar.New(l, func(val uint64, p ring.Pos) { pos[val] = p })
+	pos := map[uint32]ring.Pos{}
+	q, err := calendar.New(l, func(val uint32, p ring.Pos) { pos[val] = p })
 	if err != nil {
 		t.Fatal(err)
 	}
 	type timer struct{ h, seq uint64 }
-	val := func(x timer) uint64 { return x.h<<32 | x.seq } // seqs repeat across heights
+	val := func(x timer) uint32 { return uint32(x.h<<16 | x.seq) } // seqs repeat across heights
 	insert := func(x timer) {
 		pos[val(x)] = q.Insert(ring.Entry{Height: x.h, Seq: x.seq, Val: val(x)})
 	}
@@ -374,7 +374,7 @@ func TestSeqReusedBelowBound(t *testing.T) {
 	}
 	verify := func() {
 		t.Helper()
-		if err := q.Verify(func(v uint64) (ring.Pos, bool) { p, ok := pos[v]; return p, ok }); err != nil {
+		if err := q.Verify(func(v uint32) (ring.Pos, bool) { p, ok := pos[v]; return p, ok }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -432,14 +432,15 @@ func TestAdvanceAllocs(t *testing.T) {
 	l := calendar.Layout{RingSize: 64, EpochLength: 16, EpochCount: 4} // horizon 128 blocks
 	const n = 20_000
 	pos := make([]ring.Pos, 2*n)
-	q, err := calendar.New(l, func(val uint64, p ring.Pos) { pos[val] = p })
+	q, err := calendar.New(l, func(val uint32, p ring.Pos) { pos[val] = p })
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq := uint64(0)
 	insert := func(h uint64) {
 		seq++
-		pos[seq%uint64(len(pos))] = q.Insert(ring.Entry{Height: h, Seq: seq, Val: seq % uint64(len(pos))})
+		v := uint32(seq % uint64(len(pos)))
+		pos[v] = q.Insert(ring.Entry{Height: h, Seq: seq, Val: v})
 	}
 	rng := rand.New(rand.NewPCG(3, 3))
 	for range n {

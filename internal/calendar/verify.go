@@ -46,7 +46,7 @@ func (q *Queue) walk(f func(e ring.Entry, t Tier, p ring.Pos, pl place)) {
 // the timer's Val; nil skips this), in the bucket of its height or epoch,
 // and in the place Remove will look for it; the stages hold what they
 // should and their counts agree. It walks everything: O(n + R + L + C).
-func (q *Queue) Verify(pos func(val uint64) (ring.Pos, bool)) error {
+func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 	var err error
 	fail := func(format string, a ...any) {
 		if err == nil {
