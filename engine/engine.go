@@ -427,7 +427,8 @@ func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt ro
 func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, body []byte, fee, actorIdx uint32, actor *Address) uint32 {
 	i := e.allocRec()
 	r := e.recs.At(i)
-	*r = rec{id: *id, height: height, seq: seq, fee: fee}
+	// Field by field, as in openTx: the literal would go through the stack.
+	r.id, r.height, r.seq, r.at, r.data, r.fee = *id, height, seq, 0, 0, fee
 	if n := len(handler) + len(body); n > 0 {
 		ref, buf := e.data.Alloc(n)
 		copy(buf[copy(buf, handler):], body)
