@@ -161,16 +161,18 @@ func (b *Bucket) Release(c *Chunks) {
 // content: b is left empty.
 func (b *Bucket) Drain() Iter {
 	d := b.Detach()
-	return Iter{chunk: d.head, tail: d.tail, tailLen: d.tailLen, i: d.headOff, base: d.base}
+	return Iter{chunk: d.head, tail: d.tail, tailLen: uint16(d.tailLen), i: uint16(d.headOff), base: d.base}
 }
 
-// Iter reads a detached bucket. The zero Iter is exhausted.
+// Iter reads a detached bucket. The zero Iter is exhausted. It is 32
+// bytes: owners keep one in their structs, and a larger one is copied
+// there through a call (it holds a pointer, so copies take write
+// barriers).
 type Iter struct {
-	chunk, tail uint32
-	tailLen, i  uint32
-	ch          *chunk // chunk's memory, once Next has been there
-	n           uint32 // entries written in ch
-	base        uint64 // the bucket's base height
+	chunk, tail   uint32
+	tailLen, i, n uint16 // n: entries written in ch
+	ch            *chunk // chunk's memory, once Next has been there
+	base          uint64 // the bucket's base height
 }
 
 func (it *Iter) entry(s *slot) Entry {

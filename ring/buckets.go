@@ -81,9 +81,13 @@ func (s *Buckets) MoveTo(i uint64, d *Buckets, j uint64) {
 
 // Take detaches bucket i and returns an iterator over it, in FIFO order.
 func (s *Buckets) Take(i uint64) Iter {
-	s.len -= int(s.b[i].Live)
+	b := &s.b[i]
+	if b.tail == nilChunk {
+		return Iter{} // empty, as most are when blocks outnumber timers
+	}
+	s.len -= int(b.Live)
 	s.occupied.Clear(i)
-	return s.b[i].Drain()
+	return b.Drain()
 }
 
 // Next returns the smallest k < n such that bucket (i+k) mod len holds a

@@ -3,6 +3,7 @@ package ring
 import (
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 func TestNewSizes(t *testing.T) {
@@ -488,3 +489,6 @@ func TestBucketHeights(t *testing.T) {
 	b.Push(c, Entry{Height: 1 << 40, Seq: 1})
 	b.Push(c, Entry{Height: 1<<40 + 1<<31, Seq: 2})
 }
+
+// The size Iter's comment promises.
+var _ [32]byte = [unsafe.Sizeof(Iter{})]byte{}
