@@ -94,7 +94,7 @@ func TestLaneAccountNumbersChangeNothing(t *testing.T) {
 			if r.IntN(4) == 0 { // the handler spends a payer's funds
 				p := payers[r.IntN(len(payers))]
 				err := mem.Debit(p, amount(fmt.Sprint(r.IntN(2_000_000))))
-				out = append(out, fmt.Sprintf("spend %x %v", p[:1], err != nil))
+				out = append(out, fmt.Sprintf("spend %s %v", p, err != nil))
 			}
 			if r.IntN(3) == 0 {
 				tx.Schedule(d.Block+1+r.Uint64N(2), []byte{byte(r.IntN(256))})
@@ -117,7 +117,7 @@ func TestLaneAccountNumbersChangeNothing(t *testing.T) {
 			out = append(out, lines...)
 			out = append(out, fmt.Sprintf("block %d fired %d gc %d deferred %d basefee %s", h, res.Fired, res.GC, res.Deferred, res.Lane.Basefee))
 			for _, p := range payers {
-				out = append(out, fmt.Sprintf("balance %x %s", p[:1], mem.Balance(p)))
+				out = append(out, fmt.Sprintf("balance %s %s", p, mem.Balance(p)))
 			}
 		}
 		out = append(out, fmt.Sprintf("burned %s tips %s", mem.Burned(), mem.Balance(proposerQ)))
