@@ -398,6 +398,14 @@ func (s *laneState) debit(acct uint32, a *Address, x Amount) error {
 	return s.led.Debit(*a, x)
 }
 
+// credit adds x to a, named as for debit.
+func (s *laneState) credit(acct uint32, a *Address, x Amount) error {
+	if acct != 0 {
+		return s.accts.CreditAccount(acct-1, x)
+	}
+	return s.led.Credit(*a, x)
+}
+
 // bid prices timer r for this block: stated fees first, else the actor's
 // custom agent, else the default agent (CIP-1 §7); then the tier's
 // multiplier on the priority fee.
@@ -850,13 +858,7 @@ func readFairEntry(x []byte) (h uint64, actor Address, n uint64) {
 // rather than lost from the books. acct is as for debit.
 func (e *Engine) settle(f *FireFee, acct uint32) {
 	s := &e.lane
-	var err error
-	if acct != 0 {
-		err = s.accts.CreditAccount(acct-1, f.Refund)
-	} else {
-		err = s.led.Credit(f.FeePayer, f.Refund)
-	}
-	if err != nil {
+	if err := s.credit(acct, &f.FeePayer, f.Refund); err != nil {
 		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
 	}
 	tips, ok1 := u128.Add(s.tipsDue, f.Tip)

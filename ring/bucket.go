@@ -118,7 +118,7 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 				b.Dead--
 				continue
 			}
-			e := b.entry(s)
+			e := s.entry(b.base)
 			if b.Live--; b.Live == 0 {
 				b.Release(c) // only tombstones can follow
 			}
@@ -132,11 +132,6 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 		b.head, b.headOff = next, 0
 	}
 	return Entry{}, false
-}
-
-// entry is the entry that s, a slot of b, holds.
-func (b *Bucket) entry(s *slot) Entry {
-	return Entry{Height: b.base + uint64(int64(s.Off)), Seq: s.Seq, Val: s.Val}
 }
 
 // Detach returns the bucket's content and leaves it empty.
@@ -175,10 +170,6 @@ type Iter struct {
 	base          uint64 // the bucket's base height
 }
 
-func (it *Iter) entry(s *slot) Entry {
-	return Entry{Height: it.base + uint64(int64(s.Off)), Seq: s.Seq, Val: s.Val}
-}
-
 // Next returns the next live entry, or false when none is left. Its common
 // path reads the next entry of the chunk at hand, whose memory the
 // iterator keeps, instead of looking the chunk up in the slab each time.
@@ -187,7 +178,7 @@ func (it *Iter) Next(c *Chunks) (Entry, bool) {
 		s := &it.ch.e[it.i%ChunkLen]
 		it.i++
 		if s.Seq != 0 {
-			return it.entry(s), true
+			return s.entry(it.base), true
 		}
 	}
 	return it.next(c)
@@ -206,7 +197,7 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 			s := &it.ch.e[it.i]
 			it.i++
 			if s.Seq != 0 {
-				return it.entry(s), true
+				return s.entry(it.base), true
 			}
 		}
 		next := it.ch.next
@@ -233,7 +224,7 @@ func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
 		}
 		for j := from; j < n; j++ {
 			if s := &ch.e[j]; s.Seq != 0 {
-				f(b.entry(s), Pos(i*ChunkLen+j))
+				f(s.entry(b.base), Pos(i*ChunkLen+j))
 			}
 		}
 	}

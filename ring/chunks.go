@@ -27,6 +27,11 @@ type slot struct {
 	Off int32
 }
 
+// entry is the entry s holds in a bucket whose base height is base.
+func (s *slot) entry(base uint64) Entry {
+	return Entry{Height: base + uint64(int64(s.Off)), Seq: s.Seq, Val: s.Val}
+}
+
 // ChunkLen is the number of entries per chunk.
 const ChunkLen = 32
 
