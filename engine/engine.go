@@ -303,14 +303,20 @@ func (e *Engine) take(due []uint32) {
 		}
 		r.at = 0
 	}
-	for k, i := range due {
+	e.unindex(due, tags)
+	e.tags = tags[:0]
+}
+
+// unindex takes records recs, whose ids have tags, out of the id index and
+// the pending count, loading each one's slot ahead.
+func (e *Engine) unindex(recs []uint32, tags []uint64) {
+	for k, i := range recs {
 		if j := k + ahead; j < len(tags) {
 			e.ids.prefetch(tags[j])
 		}
 		e.ids.delRec(tags[k], i)
 	}
-	e.tags = tags[:0]
-	e.pending -= len(due)
+	e.pending -= len(recs)
 }
 
 // fire delivers taken timer i through x as a deferred transaction (CIP-5

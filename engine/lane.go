@@ -148,19 +148,27 @@ type gcCand struct {
 type cand struct {
 	prio     Amount
 	gas      uint64
-	weight   uint32
+	wf       uint32 // W(actor) in parts per million, and the flags below
 	rec      uint32
 	payerIdx uint32 // the payer's actor index, if it is an actor with timers
-	covered  bool   // max_cost fits in 128 bits
-	feePayer bool   // the payer is the fee_payer of its fee fields, not its actor
+	tag      uint32 // its id's tag in the id index: take reads no record
 }
 
 // A candidate is 40 bytes: a block's candidates are read in several passes
 // and should stay in cache between them, so what can be derived again
-// cheaply (max_cost, the payer's address) is not stored.
+// cheaply (max_cost, the payer's address) is not stored, and the flags
+// share a word with W, which is at most 2,000,000.
+const (
+	candCovered  = 1 << 31 // max_cost fits in 128 bits
+	candFeePayer = 1 << 30 // the payer is the fee_payer of its fee fields, not its actor
+)
+
+func (c *cand) weight() uint32 { return c.wf &^ (candCovered | candFeePayer) }
+func (c *cand) covered() bool  { return c.wf&candCovered != 0 }
+func (c *cand) feePayer() bool { return c.wf&candFeePayer != 0 }
 
 // maxCost is c's max_cost, (basefee + priority fee) × gas limit (CIP-1
-// §3 step 8); c.covered must be true.
+// §3 step 8); c.covered() must be true.
 func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64(c.gas) }
 
 // candPayer is who pays c. A timer's own actor is c.payerIdx, its record's
@@ -172,7 +180,7 @@ func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64
 // table or the fee fields, so that each copy of the address is loaded from
 // where it rests.
 func (e *Engine) candPayer(c *cand) *Address {
-	if c.feePayer {
+	if c.feePayer() {
 		return &e.lane.fees.At(e.recs.At(c.rec).fee).FeePayer
 	}
 	return &e.actors.recs[c.payerIdx].addr
@@ -490,7 +498,9 @@ func (e *Engine) dropDeferred(i uint32) {
 	last := len(s.deferred) - 1
 	if j := s.deferred[last]; int(k) != last {
 		s.deferred[k], s.reasons[k] = j, s.reasons[last]
-		e.recs.At(j).at = listed | k
+		if s.reasons[k] != unlisted { // a fired timer's record keeps at 0
+			e.recs.At(j).at = listed | k
+		}
 	}
 	s.deferred, s.reasons = s.deferred[:last], s.reasons[:last]
 	r.at = 0
@@ -601,10 +611,16 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		_, ok2 := u128.Mul64(perCycle, gas)
 		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
 		minGas = min(minGas, gas)
+		wf := w
+		if ok1 && ok2 {
+			wf |= candCovered
+		}
+		if f != nil && f.Set&HasFeePayer != 0 {
+			wf |= candFeePayer
+		}
 		cands = append(cands, cand{
-			prio: prio, gas: gas, weight: w,
-			rec: i, payerIdx: e.payerIdx(r, f), covered: ok1 && ok2,
-			feePayer: f != nil && f.Set&HasFeePayer != 0,
+			prio: prio, gas: gas, wf: wf,
+			rec: i, payerIdx: e.payerIdx(r, f), tag: uint32(e.ids.tag(&r.id)),
 		})
 	}
 	// Sort (step 7): effective priority descending, then timer id.
@@ -647,11 +663,11 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		c := &cands[k]
 		var cost Amount
-		if c.covered {
+		if c.covered() {
 			cost = s.maxCost(c)
 		}
 		avail := e.available(c)
-		if !c.covered || avail.Cmp(cost) < 0 {
+		if !c.covered() || avail.Cmp(cost) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
@@ -668,7 +684,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if useHeap {
 			c = &cands[keys[j].k]
 		}
-		if !c.covered || e.available(c).Cmp(s.maxCost(c)) < 0 {
+		if !c.covered() || e.available(c).Cmp(s.maxCost(c)) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
@@ -693,14 +709,21 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Take the selected timers out of the pending set, then fire them in
 	// priority order and settle each (step 8).
-	taken := s.taken[:0]
+	// Each candidate carries what taking it needs but its place on the
+	// deferred list, which the fire loop clears with the record in cache.
+	taken, tags := s.taken[:0], e.tags[:0]
 	for _, k := range sel {
-		taken = append(taken, cands[k].rec)
+		c := &cands[k]
+		actor := c.payerIdx
+		if c.feePayer() {
+			actor = e.recs.At(c.rec).actor
+		}
+		e.actors.recs[actor].pending--
+		taken, tags = append(taken, c.rec), append(tags, uint64(c.tag))
 	}
 	e.touchAll(taken)
-	e.take(taken)
-	e.compactList()
-	s.taken = taken[:0]
+	e.unindex(taken, tags)
+	s.taken, e.tags = taken[:0], tags[:0]
 	fired := s.fired[:0]
 	for j, k := range sel {
 		if j+ahead < len(sel) {
@@ -708,11 +731,15 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		c := &cands[k]
 		r := e.recs.At(c.rec)
+		if at, ok := r.onList(); ok { // every candidate is: compactList drops it
+			s.reasons[at] = unlisted
+		}
+		r.at = 0
 		fee := &s.fee
 		maxCost := s.maxCost(c) // selected, so covered
 		payer := e.candPayer(c)
 		// Field by field, as for openTx; Refund, Tip and Burned follow.
-		fee.FeePayer, fee.GasLimit, fee.PriorityFee, fee.Weight, fee.Charged = *payer, c.gas, c.prio, c.weight, maxCost
+		fee.FeePayer, fee.GasLimit, fee.PriorityFee, fee.Weight, fee.Charged = *payer, c.gas, c.prio, c.weight(), maxCost
 		acct := s.payerAcct(c)
 		if err := s.debit(acct, payer, maxCost); err != nil {
 			// Only an executor that moved funds during this block gets
@@ -745,6 +772,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		res.Fired++
 	}
 
+	e.compactList()
 	// Whatever is left waits for the next block (step 9), reported in
 	// ascending timer id.
 	res.Deferred = len(s.deferred)

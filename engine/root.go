@@ -353,8 +353,10 @@ func (e *Engine) Leaves() []Leaf {
 		out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
 	}
 	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(x.Val) })
-	for _, i := range e.lane.deferred {
-		timer(i)
+	for k, i := range e.lane.deferred {
+		if e.lane.reasons[k] != unlisted { // fired in the end of block that runs
+			timer(i)
+		}
 	}
 	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
 		key := keccak(appendFairKey(nil, h, &e.actors.recs[a].addr))
