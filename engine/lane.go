@@ -112,6 +112,7 @@ type laneState struct {
 	nfees    uint32
 	cands    []cand
 	sel      []uint32 // indices in cands of the selected, in priority order
+	costs    []Amount // max_cost of each of sel
 	keys     []sortKey
 	sorter   keySorter
 	ordered  []cand   // the candidates in priority order (the other cands buffer)
@@ -168,8 +169,14 @@ func (c *cand) covered() bool  { return c.wf&candCovered != 0 }
 func (c *cand) feePayer() bool { return c.wf&candFeePayer != 0 }
 
 // maxCost is c's max_cost, (basefee + priority fee) × gas limit (CIP-1
-// §3 step 8); c.covered() must be true.
-func (s *laneState) maxCost(c *cand) Amount { return s.basefee.Add(c.prio).Mul64(c.gas) }
+// §3 step 8). c.covered() must be true: the sum and the product fit in
+// 128 bits, so they need no overflow check, and the function inlines.
+func (s *laneState) maxCost(c *cand) Amount {
+	lo, carry := bits.Add64(s.basefee.Lo, c.prio.Lo, 0)
+	hi := s.basefee.Hi + c.prio.Hi + carry
+	pHi, pLo := bits.Mul64(lo, c.gas)
+	return Amount{Lo: pLo, Hi: pHi + hi*c.gas}
+}
 
 // candPayer is who pays c. A timer's own actor is c.payerIdx, its record's
 // actor, whose entry lives as long as the record: c's timer has not been
@@ -330,9 +337,6 @@ func (e *Engine) payerIdx(r *rec, f *Fees) uint32 {
 func (e *Engine) available(c *cand) Amount {
 	s := &e.lane
 	if i := c.payerIdx; i != 0 {
-		if int(i) >= len(s.avail) {
-			s.avail = append(s.avail, make([]availRec, int(i)+1-len(s.avail))...)
-		}
 		if a := &s.avail[i]; a.gen != s.gen {
 			a.gen, a.left, a.acct = s.gen, Amount{}, 0
 			if s.accts == nil {
@@ -347,14 +351,10 @@ func (e *Engine) available(c *cand) Amount {
 	return s.led.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
 }
 
-// reserve takes c's max_cost, cost, from its payer's available amount
-// avail.
-func (e *Engine) reserve(c *cand, avail, cost Amount) {
+// reserve takes c's max_cost, cost, from a payer that is not an actor (the
+// walk updates an actor's entry in avail itself).
+func (e *Engine) reserve(c *cand, cost Amount) {
 	s := &e.lane
-	if i := c.payerIdx; i != 0 {
-		s.avail[i].left = avail.Sub(cost)
-		return
-	}
 	payer := *e.candPayer(c)
 	s.reserved[payer] = s.reserved[payer].Add(cost)
 }
@@ -364,9 +364,6 @@ func (e *Engine) reserve(c *cand, avail, cost Amount) {
 // than actors.
 func (e *Engine) weight(a uint32) uint32 {
 	s := &e.lane
-	if int(a) >= len(s.weights) {
-		s.weights = append(s.weights, make([]weightRec, int(a)+1-len(s.weights))...)
-	}
 	wr := &s.weights[a]
 	if wr.gen != s.gen {
 		wr.gen, wr.w = s.gen, s.window.Weight(a)
@@ -415,24 +412,20 @@ func (s *laneState) credit(acct uint32, a *Address, x Amount) error {
 }
 
 // bid prices timer r for this block: stated fees first, else the actor's
-// custom agent, else the default agent (CIP-1 §7); then the tier's
-// multiplier on the priority fee.
-func (e *Engine) bid(r *rec, f *Fees) Bid {
+// custom agent, else the default agent (CIP-1 §7), whose bid def is;
+// then the tier's multiplier on the priority fee. Stated fees at the
+// standard tier and its usual multiplier, the common case, take the short
+// path.
+func (e *Engine) bid(r *rec, f *Fees, def *Bid) Bid {
 	s := &e.lane
-	def := defaultBid(s.basefee, s.p50)
-	b := def
+	b := *def
 	var set FeeField
 	if f != nil {
 		set = f.Set
 	}
 	switch {
 	case set&(HasMaxFee|HasMaxPriorityFee) != 0:
-		if set&HasMaxFee != 0 {
-			b.MaxFee = f.MaxFee
-		}
-		if set&HasMaxPriorityFee != 0 {
-			b.MaxPriorityFee = f.MaxPriorityFee
-		}
+		b = statedBid(f, def)
 	case len(s.agents) > 0:
 		actor := e.actors.recs[r.actor].addr
 		if g, ok := s.agents[actor]; ok {
@@ -442,7 +435,7 @@ func (e *Engine) bid(r *rec, f *Fees) Bid {
 				BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
 				OwnerBalance: s.led.Balance(actor),
 			}
-			b = callAgent(g, c, def)
+			b = callAgent(g, c, *def)
 		}
 	}
 	tier := Standard
@@ -451,6 +444,18 @@ func (e *Engine) bid(r *rec, f *Fees) Bid {
 	}
 	if m := s.params.TierMultipliers[tier]; m != 1000 { // 1000 per mille: a division saved
 		b.MaxPriorityFee, _ = u128.MulDiv64(b.MaxPriorityFee, m, 1000)
+	}
+	return b
+}
+
+// statedBid is def with the fees f states in place of its own.
+func statedBid(f *Fees, def *Bid) Bid {
+	b := *def
+	if f.Set&HasMaxFee != 0 {
+		b.MaxFee = f.MaxFee
+	}
+	if f.Set&HasMaxPriorityFee != 0 {
+		b.MaxPriorityFee = f.MaxPriorityFee
 	}
 	return b
 }
@@ -572,6 +577,14 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	fireCap := p.MaxCyclesPerFireAuction
 	cands, gcs, keys := s.cands[:0], s.gcs[:0], s.keys[:0]
 	minGas := uint64(math.MaxUint64)
+	def := defaultBid(s.basefee, s.p50)
+	plainStd := p.TierMultipliers[Standard] == 1000
+	// W and the available funds are kept by actor index, payers' and
+	// timers' alike; no actor is added before the fires.
+	if k := len(e.actors.recs); len(s.weights) < k {
+		s.weights = append(s.weights, make([]weightRec, k-len(s.weights))...)
+		s.avail = append(s.avail, make([]availRec, k-len(s.avail))...)
+	}
 	for k, i := range s.deferred {
 		// Loads ahead: the record two steps away, then its fee fields.
 		if j := k + 2*ahead; j < len(s.deferred) {
@@ -597,7 +610,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			s.reasons[k] = OverCap
 			continue
 		}
-		b := e.bid(r, f)
+		// Stated fees at the standard tier, the common case, go round bid.
+		var b Bid
+		if f != nil && f.Set&(HasMaxFee|HasMaxPriorityFee) != 0 && f.Set&HasTier == 0 && plainStd {
+			b = statedBid(f, &def)
+		} else {
+			b = e.bid(r, f, &def)
+		}
 		if b.MaxFee.Cmp(s.basefee) < 0 {
 			s.reasons[k] = BelowBasefee
 			continue
@@ -606,7 +625,11 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if b.MaxPriorityFee.Cmp(prio) < 0 {
 			prio = b.MaxPriorityFee
 		}
-		w := e.weight(r.actor)
+		// W, as weight gives it, without a call once the actor has it.
+		w := s.weights[r.actor].w
+		if s.weights[r.actor].gen != s.gen {
+			w = e.weight(r.actor)
+		}
 		perCycle, ok1 := u128.Add(s.basefee, prio)
 		_, ok2 := u128.Mul64(perCycle, gas)
 		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
@@ -634,7 +657,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	// lane costs O(n) per block; otherwise a sort is faster.
 	clear(s.reserved)
 	var budget uint64
-	sel := s.sel[:0]
+	sel, costs := s.sel[:0], s.costs[:0]
 	s.cands = cands // for s.tie
 	useHeap := minGas > 0 && p.LaneTimerCycles/minGas < uint64(len(keys)/4)
 	if useHeap {
@@ -666,7 +689,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if c.covered() {
 			cost = s.maxCost(c)
 		}
-		avail := e.available(c)
+		// The funds, as available gives them, without a call once the
+		// payer has an entry.
+		avail := s.avail[c.payerIdx].left
+		if c.payerIdx == 0 || s.avail[c.payerIdx].gen != s.gen {
+			avail = e.available(c)
+		}
 		if !c.covered() || avail.Cmp(cost) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
@@ -676,8 +704,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			continue
 		}
 		budget += c.gas
-		e.reserve(c, avail, cost)
-		sel = append(sel, uint32(k))
+		if c.payerIdx != 0 {
+			s.avail[c.payerIdx].left = avail.SubWrap(cost) // avail covers cost
+		} else {
+			e.reserve(c, cost)
+		}
+		sel, costs = append(sel, uint32(k)), append(costs, cost)
 	}
 	for j := next; j < n; j++ { // none of these can fit
 		c := &cands[j]
@@ -736,7 +768,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		r.at = 0
 		fee := &s.fee
-		maxCost := s.maxCost(c) // selected, so covered
+		maxCost := costs[j]
 		payer := e.candPayer(c)
 		// Field by field, as for openTx; Refund, Tip and Burned follow.
 		fee.FeePayer, fee.GasLimit, fee.PriorityFee, fee.Weight, fee.Charged = *payer, c.gas, c.prio, c.weight(), maxCost
@@ -797,7 +829,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
-	s.cands, s.sel, s.gcs = cands[:0], sel[:0], gcs[:0]
+	s.cands, s.sel, s.costs, s.gcs = cands[:0], sel[:0], costs[:0], gcs[:0]
 	res.Lane = fig
 	return res
 }
