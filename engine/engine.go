@@ -643,7 +643,7 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{Pending: e.pending, Actors: e.actors.len()}
 	s.InRing, s.InEpochs, s.InOverflow = e.q.TierLens()
-	s.ArenaBytes = e.q.C.Bytes() + e.recs.Cap()*int(recSize) + e.lens.Cap()*int(unsafe.Sizeof(dataLen{})) + cap(e.free)*4
+	s.ArenaBytes = e.q.C.Bytes() + e.recs.Bytes() + e.lens.Bytes() + cap(e.free)*4
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
 	return s

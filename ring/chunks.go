@@ -109,4 +109,4 @@ func (c *Chunks) At(p Pos) (seq uint64, val uint32) {
 func (c *Chunks) Live() int { return c.live }
 
 // Bytes is the memory held by the arena's slabs.
-func (c *Chunks) Bytes() int { return c.slab.Cap() * int(unsafe.Sizeof(chunk{})) }
+func (c *Chunks) Bytes() int { return c.slab.Bytes() }

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package hugepage
+
+// advise does nothing where the kernel takes no such hint.
+func advise([]byte) {}

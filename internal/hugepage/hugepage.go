@@ -1,0 +1,41 @@
+// Package hugepage asks the kernel to back large, long-lived arrays with
+// transparent huge pages where it offers them on request (Linux with
+// transparent_hugepage set to madvise or always). The engine's arenas are
+// read and written at random across tens of megabytes; with 4 KiB pages
+// most such accesses also miss the TLB, with 2 MiB pages few do. It is a
+// hint: the memory stays the Go heap's, counted and freed as any other,
+// and nothing observable depends on whether the kernel takes it.
+package hugepage
+
+import "unsafe"
+
+// Size is the huge page size the hint aims at: only whole, aligned 2 MiB
+// pages inside an array are advised.
+const Size = 2 << 20
+
+// Advise hints that the memory of s should be backed by huge pages: the
+// aligned 2 MiB pages that lie wholly inside it (none for an array below
+// 2 MiB, about half of one of 4 MiB, most of a larger one).
+func Advise[T any](s []T) {
+	if len(s) == 0 {
+		return
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(len(s))*unsafe.Sizeof(s[0]))
+	if p := pages(b); len(p) > 0 {
+		advise(p)
+	}
+}
+
+// pages is the part of b made of whole, aligned huge pages.
+func pages(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	from := (p + Size - 1) &^ (Size - 1)
+	to := (p + uintptr(len(b))) &^ (Size - 1)
+	if to <= from {
+		return nil
+	}
+	return b[from-p : to-p]
+}

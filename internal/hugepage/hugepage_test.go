@@ -1,0 +1,55 @@
+package hugepage
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestAdviseLeavesDataAlone: the hint changes no byte of the array it is
+// given, whatever its size and alignment, and accepts empty and small
+// arrays.
+func TestAdviseLeavesDataAlone(t *testing.T) {
+	for _, n := range []int{0, 1, 4095, Size / 8, Size/8 + 1, 3 * Size / 8, 5 * Size / 8} {
+		s := make([]uint64, n)
+		for i := range s {
+			s[i] = uint64(i) * 0x9e3779b97f4a7c15
+		}
+		Advise(s)
+		for i := range s {
+			if s[i] != uint64(i)*0x9e3779b97f4a7c15 {
+				t.Fatalf("n=%d: element %d changed", n, i)
+			}
+		}
+		// Writable after the hint, to its last byte.
+		if n > 0 {
+			s[n-1] = 1
+		}
+	}
+}
+
+// TestAdviseRange: the advised range is the aligned 2 MiB pages inside
+// the array, and none when it holds no whole page.
+func TestAdviseRange(t *testing.T) {
+	buf := make([]byte, 3*Size)
+	base := uintptr(unsafe.Pointer(&buf[0]))
+	first := (base + Size - 1) &^ (Size - 1) // the first aligned page inside buf
+	off := int(first - base)
+	tests := []struct {
+		name     string
+		from, to int // the slice of buf given
+		want     int // bytes advised
+	}{
+		{"one whole page", off, off + Size, Size},
+		{"a page and a byte either side", off - 1, off + Size + 1, Size},
+		{"a byte short of a page", off, off + Size - 1, 0},
+		{"unaligned, under two pages", off + 1, off + 2*Size - 1, 0},
+	}
+	for _, tc := range tests {
+		if tc.from < 0 || tc.to > len(buf) {
+			t.Fatalf("%s: test buffer too small", tc.name)
+		}
+		if got := len(pages(buf[tc.from:tc.to])); got != tc.want {
+			t.Errorf("%s: %d bytes advised, want %d", tc.name, got, tc.want)
+		}
+	}
+}
