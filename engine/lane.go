@@ -413,9 +413,7 @@ func (s *laneState) credit(acct uint32, a *Address, x Amount) error {
 
 // bid prices timer r for this block: stated fees first, else the actor's
 // custom agent, else the default agent (CIP-1 §7), whose bid def is;
-// then the tier's multiplier on the priority fee. Stated fees at the
-// standard tier and its usual multiplier, the common case, take the short
-// path.
+// then the tier's multiplier on the priority fee.
 func (e *Engine) bid(r *rec, f *Fees, def *Bid) Bid {
 	s := &e.lane
 	b := *def
