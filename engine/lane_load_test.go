@@ -328,3 +328,42 @@ func TestLaneHandlerCancelsDeferred(t *testing.T) {
 	require.Equal(t, waiting, lines[2:])
 	require.Equal(t, 3, l.e.Pending()) // one waiting, two new
 }
+
+// TestLeavesDuringLaneFires: a handler that lists the state's leaves in
+// the middle of a lane block sees exactly the pending timers: the ones
+// left waiting, not those taken to fire in the block, fired yet or not.
+func TestLeavesDuringLaneFires(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.Lane.LaneTimerCycles = 750_000 // three fires of 250,000
+	})
+	l.fund(actorA, "1000000000000000")
+	var ids []engine.TimerID
+	l.block(1, actorA, func(tx engine.Tx) {
+		for k := range 6 {
+			ids = append(ids, l.schedule(tx, 2, fmt.Sprint(k), engine.Fees{}))
+		}
+	})
+	fires := 0
+	l.x = &recorder{hook: func(_ engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+		fires++
+		var want, got []engine.TimerID
+		for _, id := range ids {
+			if _, ok := l.e.Lookup(id); ok {
+				want = append(want, id)
+			}
+		}
+		for _, leaf := range l.e.Leaves() {
+			if leaf.Kind == "timer" {
+				got = append(got, engine.TimerID(leaf.Key))
+			}
+		}
+		slices.SortFunc(want, func(a, b engine.TimerID) int { return slices.Compare(a[:], b[:]) })
+		slices.SortFunc(got, func(a, b engine.TimerID) int { return slices.Compare(a[:], b[:]) })
+		require.Len(t, want, 3, "fire %d: three wait, three are taken", fires)
+		require.Equal(t, want, got, "fire %d", fires)
+		return engine.Usage{Cycles: 10}, nil
+	}}
+	res, _ := l.block(2, actorA, nil)
+	require.Equal(t, 3, res.Fired)
+	require.Equal(t, 3, fires)
+}

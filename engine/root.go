@@ -353,8 +353,10 @@ func (e *Engine) Leaves() []Leaf {
 		out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
 	}
 	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(x.Val) })
-	for k, i := range e.lane.deferred {
-		if e.lane.reasons[k] != unlisted { // fired in the end of block that runs
+	for _, i := range e.lane.deferred {
+		// During an end of block the list still holds the timers taken to
+		// fire in it, which are no longer pending.
+		if j, ok := e.ids.get(&e.recs.At(i).id); ok && j == i {
 			timer(i)
 		}
 	}
