@@ -15,11 +15,17 @@ import (
 //   - the scheduler encoding before it (height, sequence, lane figures and
 //     parameters);
 //   - its timer operations in order, as undo entries: a timer added, a
-//     timer removed (fired, cancelled or collected) or a timer extended.
-//     A removed timer's record is not freed until its block leaves the
-//     history, so taking the removal back relinks the record as it was;
+//     timer removed (cancelled or collected) or a timer extended;
+//   - the timers its end of block took to fire, as their records' indices
+//     (an undo entry each, written as it fires, costs the fire loop more
+//     than reading what a record holds costs when it is freed); they are
+//     relinked after the block's operations are undone, which is exact as
+//     no operation touches a timer once it is taken;
 //   - the fairness entries its window expiry dropped (the entries it added
 //     are the window's entries above the height before it).
+//
+// A removed or taken timer's record is not freed until its block leaves the
+// history, so taking the removal back relinks the record as it was.
 //
 // Rollback undoes the blocks newest first, then rebuilds the calendar
 // queue from the pending timers in insertion order: the tiers cannot run
@@ -45,6 +51,7 @@ type histBlock struct {
 	records  uint64 // log records before it
 	sched    uint64 // its scheduler encoding in history.sched
 	ops      uint64 // its undo entries in history.ops
+	taken    uint64 // its taken timers in history.taken
 	expired  uint64 // its expired fairness entries in history.expired
 }
 
@@ -52,7 +59,8 @@ type history struct {
 	depth   uint64
 	blocks  fifoBuf[histBlock]
 	ops     fifoBuf[undo]
-	expired fifoBuf[byte] // appendFairEntry encodings
+	taken   fifoBuf[uint32] // records of the timers taken to fire
+	expired fifoBuf[byte]   // appendFairEntry encodings
 	sched   fifoBuf[byte]
 }
 
@@ -101,13 +109,13 @@ func (f *fifoBuf[T]) trim(a uint64) {
 	}
 }
 
-// ends returns where block k's entries end in each buffer.
-func (h *history) ends(k int) (ops, expired, sched uint64) {
+// end returns where block k's entries end in each buffer: where the next
+// block's start, or at the buffers' ends.
+func (h *history) end(k int) histBlock {
 	if k+1 < h.blocks.len() {
-		n := h.blocks.at(k + 1)
-		return n.ops, n.expired, n.sched
+		return *h.blocks.at(k + 1)
 	}
-	return h.ops.end(), h.expired.end(), h.sched.end()
+	return histBlock{ops: h.ops.end(), taken: h.taken.end(), expired: h.expired.end(), sched: h.sched.end()}
 }
 
 // beginHist opens the history entry of the block (or run of empty blocks,
@@ -117,7 +125,7 @@ func (e *Engine) beginHist(from, to uint64) {
 	if h == nil {
 		return
 	}
-	b := histBlock{from: from, to: to, first: !e.started, ops: h.ops.end(), expired: h.expired.end(), sched: h.sched.end()}
+	b := histBlock{from: from, to: to, first: !e.started, ops: h.ops.end(), taken: h.taken.end(), expired: h.expired.end(), sched: h.sched.end()}
 	if b.first {
 		b.from = to // no block before the first: there is nothing to skip back to
 	}
@@ -149,6 +157,21 @@ func (e *Engine) retire(i uint32) {
 	e.hist.ops.push1(cancelUndo(i, e.recs.At(i)))
 }
 
+// keepTaken hands the history the timers the open block took to fire,
+// recs, before the first fires: each one then ends with retireTaken.
+func (e *Engine) keepTaken(recs []uint32) {
+	if e.hist != nil {
+		e.hist.taken.push(recs...)
+	}
+}
+
+// retireTaken ends a timer taken to fire, which keepTaken gave the history.
+func (e *Engine) retireTaken(i uint32) {
+	if e.hist == nil {
+		e.release(i)
+	}
+}
+
 // windowExpired hears each fairness entry an expiry drops.
 func (e *Engine) windowExpired(height uint64, actor uint32, n uint64) {
 	e.fairExpired(height, actor, n)
@@ -174,8 +197,8 @@ func (e *Engine) trimHist() {
 		if b.to+h.depth > e.height {
 			break
 		}
-		ops, expired, sched := h.ends(0)
-		span := h.ops.span(b.ops, ops)
+		end := h.end(0)
+		span := h.ops.span(b.ops, end.ops)
 		for k := range span {
 			// The block's entries are depth blocks old, long out of the
 			// cache: load them well ahead of the loop.
@@ -186,9 +209,17 @@ func (e *Engine) trimHist() {
 				e.releaseHeld(u.rec, u.held())
 			}
 		}
-		h.ops.trim(ops)
-		h.expired.trim(expired)
-		h.sched.trim(sched)
+		taken := h.taken.span(b.taken, end.taken)
+		for k, i := range taken {
+			if k+trimAhead < len(taken) {
+				e.prefetchRec(taken[k+trimAhead])
+			}
+			e.release(i)
+		}
+		h.ops.trim(end.ops)
+		h.taken.trim(end.taken)
+		h.expired.trim(end.expired)
+		h.sched.trim(end.sched)
 		h.blocks.trim(h.blocks.abs(1))
 	}
 }
@@ -296,17 +327,23 @@ func (e *Engine) undoUndurable() {
 func (e *Engine) undoBlock(k int) error {
 	h := e.hist
 	b := *h.blocks.at(k)
-	opsEnd, expEnd, schedEnd := h.ends(k)
-	ops := h.ops.span(b.ops, opsEnd)
+	end := h.end(k)
+	ops := h.ops.span(b.ops, end.ops)
 	for j := len(ops) - 1; j >= 0; j-- {
 		e.touch(&e.recs.At(ops[j].rec).id) // before undoOp may free the record
 		e.undoOp(ops[j], false)
 	}
 	h.ops.cut(b.ops)
+	taken := h.taken.span(b.taken, end.taken)
+	for j := len(taken) - 1; j >= 0; j-- {
+		e.touch(&e.recs.At(taken[j]).id)
+		e.undoOp(undo{rec: taken[j], kind: undoCancel}, false) // relinks it
+	}
+	h.taken.cut(b.taken)
 
 	// The block's fires leave the window; what its expiry dropped returns.
 	e.lane.window.DropAfter(b.from-1, e.fairExpired, e.lane.onPruned)
-	exp := h.expired.span(b.expired, expEnd)
+	exp := h.expired.span(b.expired, end.expired)
 	for off := len(exp) - fairEntryLen; off >= 0; off -= fairEntryLen {
 		height, addr, n := readFairEntry(exp[off:])
 		i := e.windowActor(&addr)
@@ -315,7 +352,7 @@ func (e *Engine) undoBlock(k int) error {
 	}
 	h.expired.cut(b.expired)
 
-	if err := e.restoreScheduler(h.sched.span(b.sched, schedEnd)); err != nil {
+	if err := e.restoreScheduler(h.sched.span(b.sched, end.sched)); err != nil {
 		return fmt.Errorf("rollback of block %d: scheduler state: %v", b.to, err)
 	}
 	h.sched.cut(b.sched)

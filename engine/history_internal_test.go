@@ -248,10 +248,11 @@ func (e *Engine) checkConsistent(t testing.TB) {
 	for a, k := range perActor {
 		require.Equal(t, k, e.actors.recs[a].pending, "actor %d", a)
 	}
-	// Every record is pending, held by the history (a timer it removed,
-	// which a rollback may bring back) or free; an actor's refs count its
-	// pending and held records (and the fairness window's one), and what
-	// the history will free with a held record is what the record holds.
+	// Every record is pending, held by the history (a timer it removed or
+	// took to fire, which a rollback may bring back) or free; an actor's
+	// refs count its pending and held records (and the fairness window's
+	// one), and what the history will free with a held record is what the
+	// record holds.
 	refs := maps.Clone(perActor)
 	held := 0
 	for k := range e.hist.ops.len() {
@@ -262,6 +263,10 @@ func (e *Engine) checkConsistent(t testing.TB) {
 		r := e.recs.At(u.rec)
 		require.Equal(t, r.held(), u.held(), "held record %d", u.rec)
 		refs[r.actor]++
+		held++
+	}
+	for k := range e.hist.taken.len() {
+		refs[e.recs.At(*e.hist.taken.at(k)).actor]++
 		held++
 	}
 	for a := range uint32(len(e.actors.recs)) {
@@ -281,6 +286,12 @@ func (e *Engine) checkConsistent(t testing.TB) {
 		if u := e.hist.ops.at(k); u.kind == undoCancel && u.held().fee != 0 {
 			require.False(t, fees[u.held().fee], "fee entry %d held twice", u.held().fee)
 			fees[u.held().fee] = true
+		}
+	}
+	for k := range e.hist.taken.len() {
+		if f := e.recs.At(*e.hist.taken.at(k)).fee; f != 0 {
+			require.False(t, fees[f], "fee entry %d held twice", f)
+			fees[f] = true
 		}
 	}
 	for _, f := range e.lane.feeFree {
