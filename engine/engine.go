@@ -271,13 +271,13 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	e.touchAll(order)
 	e.take(order)
-	e.keepTaken(order)
-	for _, i := range order {
+	kept := e.keepTaken(order)
+	for k, i := range order {
 		e.fire(x, i, e.cfg.CyclesPerFire, nil)
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
-		e.retireTaken(i)
+		e.retireTaken(kept, k, i)
 	}
 	clear(order) // no stale record index survives in the buffer
 	e.due = order[:0]

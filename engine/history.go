@@ -16,11 +16,11 @@ import (
 //     parameters);
 //   - its timer operations in order, as undo entries: a timer added, a
 //     timer removed (cancelled or collected) or a timer extended;
-//   - the timers its end of block took to fire, as their records' indices
-//     (an undo entry each, written as it fires, costs the fire loop more
-//     than reading what a record holds costs when it is freed); they are
-//     relinked after the block's operations are undone, which is exact as
-//     no operation touches a timer once it is taken;
+//   - the timers its end of block took to fire, in one list written before
+//     the fires, each entry completed with what its record holds as it
+//     fires (an undo entry appended at each fire costs the fire loop more);
+//     they are relinked after the block's operations are undone, which is
+//     exact as no operation touches a timer once it is taken;
 //   - the fairness entries its window expiry dropped (the entries it added
 //     are the window's entries above the height before it).
 //
@@ -59,8 +59,8 @@ type history struct {
 	depth   uint64
 	blocks  fifoBuf[histBlock]
 	ops     fifoBuf[undo]
-	taken   fifoBuf[uint32] // records of the timers taken to fire
-	expired fifoBuf[byte]   // appendFairEntry encodings
+	taken   fifoBuf[takenRec] // the timers taken to fire
+	expired fifoBuf[byte]     // appendFairEntry encodings
 	sched   fifoBuf[byte]
 }
 
@@ -107,6 +107,13 @@ func (f *fifoBuf[T]) trim(a uint64) {
 	if f.head > len(f.buf)/2 {
 		f.compact()
 	}
+}
+
+// takenRec is a timer an end of block took to fire and, once it has
+// fired, what its record holds, so that freeing it reads no cold record.
+type takenRec struct {
+	rec  uint32
+	held holds
 }
 
 // end returns where block k's entries end in each buffer: where the next
@@ -158,18 +165,30 @@ func (e *Engine) retire(i uint32) {
 }
 
 // keepTaken hands the history the timers the open block took to fire,
-// recs, before the first fires: each one then ends with retireTaken.
-func (e *Engine) keepTaken(recs []uint32) {
-	if e.hist != nil {
-		e.hist.taken.push(recs...)
+// recs, before the first fires, and returns their entries (nil with
+// rollback off): the k-th of them then ends with retireTaken(kept, k).
+func (e *Engine) keepTaken(recs []uint32) []takenRec {
+	if e.hist == nil {
+		return nil
 	}
+	t := &e.hist.taken
+	from := t.end()
+	t.room(len(recs))
+	for _, i := range recs {
+		t.buf = append(t.buf, takenRec{rec: i})
+	}
+	return t.span(from, t.end())
 }
 
-// retireTaken ends a timer taken to fire, which keepTaken gave the history.
-func (e *Engine) retireTaken(i uint32) {
-	if e.hist == nil {
+// retireTaken ends timer i, the k-th of kept, whose record is in cache:
+// its history entry notes what the record holds, or without a history
+// the record is freed.
+func (e *Engine) retireTaken(kept []takenRec, k int, i uint32) {
+	if kept == nil {
 		e.release(i)
+		return
 	}
+	kept[k].held = e.recs.At(i).held()
 }
 
 // windowExpired hears each fairness entry an expiry drops.
@@ -209,12 +228,13 @@ func (e *Engine) trimHist() {
 				e.releaseHeld(u.rec, u.held())
 			}
 		}
-		taken := h.taken.span(b.taken, end.taken)
-		for k, i := range taken {
-			if k+trimAhead < len(taken) {
-				e.prefetchRec(taken[k+trimAhead])
+		for _, t := range h.taken.span(b.taken, end.taken) {
+			// No record has actor index 0: an entry with it was never
+			// reached by its fire loop (an executor panicked), and its
+			// record is left alone, as if never retired.
+			if t.held.actor != 0 {
+				e.releaseHeld(t.rec, t.held)
 			}
-			e.release(i)
 		}
 		h.ops.trim(end.ops)
 		h.taken.trim(end.taken)
@@ -336,8 +356,9 @@ func (e *Engine) undoBlock(k int) error {
 	h.ops.cut(b.ops)
 	taken := h.taken.span(b.taken, end.taken)
 	for j := len(taken) - 1; j >= 0; j-- {
-		e.touch(&e.recs.At(taken[j]).id)
-		e.undoOp(undo{rec: taken[j], kind: undoCancel}, false) // relinks it
+		i := taken[j].rec
+		e.touch(&e.recs.At(i).id)
+		e.undoOp(undo{rec: i, kind: undoCancel}, false) // relinks it
 	}
 	h.taken.cut(b.taken)
 

@@ -266,7 +266,10 @@ func (e *Engine) checkConsistent(t testing.TB) {
 		held++
 	}
 	for k := range e.hist.taken.len() {
-		refs[e.recs.At(*e.hist.taken.at(k)).actor]++
+		tk := e.hist.taken.at(k)
+		r := e.recs.At(tk.rec)
+		require.Equal(t, r.held(), tk.held, "held taken record %d", tk.rec)
+		refs[r.actor]++
 		held++
 	}
 	for a := range uint32(len(e.actors.recs)) {
@@ -289,7 +292,7 @@ func (e *Engine) checkConsistent(t testing.TB) {
 		}
 	}
 	for k := range e.hist.taken.len() {
-		if f := e.recs.At(*e.hist.taken.at(k)).fee; f != 0 {
+		if f := e.hist.taken.at(k).held.fee; f != 0 {
 			require.False(t, fees[f], "fee entry %d held twice", f)
 			fees[f] = true
 		}

@@ -753,7 +753,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	e.touchAll(taken)
 	e.unindex(taken, tags)
-	e.keepTaken(taken)
+	kept := e.keepTaken(taken)
 	s.taken, e.tags = taken[:0], tags[:0]
 	fired := s.fired[:0]
 	for j, k := range sel {
@@ -777,7 +777,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			// here: the timer, already taken, is collected as CIP-1 §3
 			// step 8 says.
 			e.reportCollected(&r.id, InsufficientFunds)
-			e.retireTaken(c.rec)
+			e.retireTaken(kept, j, c.rec)
 			res.GC++
 			continue
 		}
@@ -799,7 +799,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
-		e.retireTaken(c.rec)
+		e.retireTaken(kept, j, c.rec)
 		res.Fired++
 	}
 
