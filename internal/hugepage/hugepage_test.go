@@ -32,7 +32,11 @@ func TestAdviseLeavesDataAlone(t *testing.T) {
 func TestAdviseRange(t *testing.T) {
 	buf := make([]byte, 3*Size)
 	base := uintptr(unsafe.Pointer(&buf[0]))
-	first := (base + Size - 1) &^ (Size - 1) // the first aligned page inside buf
+	// The first aligned page after buf's first byte, so that a byte
+	// before it is inside buf too, however buf itself is aligned (the
+	// heap hands out 2 MiB-aligned spans for arrays this big on some
+	// machines, and an aligned buf broke an earlier form of this test).
+	first := (base + Size) &^ (Size - 1)
 	off := int(first - base)
 	tests := []struct {
 		name     string
