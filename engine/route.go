@@ -38,6 +38,13 @@ func route(p []byte, scratch *[]byte) routing {
 	return routing{routed: true, handler: h, body: buf[:m]}
 }
 
+// mayRoute is false when p cannot be a JSON object: it is empty, or its
+// first byte is neither '{' nor JSON whitespace. It inlines, so that the
+// common payload, which is not JSON, costs Schedule no call to route.
+func mayRoute(p []byte) bool {
+	return len(p) > 0 && (p[0] == '{' || p[0] == ' ' || p[0] == '\t' || p[0] == '\n' || p[0] == '\r')
+}
+
 // routingFields returns the decoded string values of the top-level keys
 // _handler and _payload of p when p is valid UTF-8 holding exactly one JSON
 // object (RFC 8259) in which both keys are strings. A repeated key counts

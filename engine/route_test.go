@@ -37,10 +37,16 @@ func TestRoute(t *testing.T) {
 		{`{"_handler":"h\u00e9","_payload":"aGk="}`, true, "hé", "hi"},
 		{`{"_handler":"a","_handler":"b","_payload":"aGk="}`, true, "b", "hi"},
 		{`{"_handler":"a","_payload":"aGk=","_payload":""}`, true, "a", ""},
+		{"\t\r\n{\"_handler\":\"h\",\"_payload\":\"aGk=\"}", true, "h", "hi"},
+		{"\v{\"_handler\":\"h\",\"_payload\":\"aGk=\"}", false, "", ""},
+		{"\xef\xbb\xbf{\"_handler\":\"h\",\"_payload\":\"aGk=\"}", false, "", ""}, // a BOM is not JSON whitespace
 	}
 	var scratch []byte
 	for _, tt := range tests {
 		rt := route([]byte(tt.payload), &scratch)
+		if rt.routed && !mayRoute([]byte(tt.payload)) {
+			t.Errorf("%q: routed, but mayRoute says it cannot be", tt.payload)
+		}
 		if rt.routed != tt.routed {
 			t.Errorf("%s: routed = %v, want %v", tt.payload, rt.routed, tt.routed)
 			continue
@@ -95,6 +101,10 @@ func FuzzRoute(f *testing.F) {
 		wh, wb, wok := referenceFields(p)
 		if ok != wok || ok && (string(h) != string(wh) || string(b) != string(wb)) {
 			t.Fatalf("%q: got (%q, %q, %v), encoding/json says (%q, %q, %v)", p, h, b, ok, wh, wb, wok)
+		}
+		// Schedule skips route where mayRoute is false.
+		if ok && !mayRoute(p) {
+			t.Fatalf("%q: a routing payload that mayRoute rules out", p)
 		}
 		// Validity of arbitrary objects must agree too, routing or not.
 		if i := skipSpace(p, 0); i < len(p) && p[i] == '{' && utf8.Valid(p) {

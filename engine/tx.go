@@ -106,7 +106,10 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	if len(payload) > int(e.cfg.MaxPayloadBytes) {
 		return out, ErrPayloadTooLarge
 	}
-	rt := route(payload, &e.scratch)
+	rt := routing{body: payload}
+	if mayRoute(payload) {
+		rt = route(payload, &e.scratch)
+	}
 	if rt.routed && (len(rt.handler) == 0 || len(rt.handler) > int(e.cfg.MaxHandlerBytes)) {
 		return out, ErrInvalidHandler
 	}
