@@ -417,11 +417,11 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	return e.height, nil
 }
 
-// schedule inserts a timer for the open transaction's actor after every
-// check has passed.
-func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt routing, fee uint32) {
-	i := e.addTimer(at, id, height, e.seq, rt.handler, rt.body, fee, s.actorIdx, &s.actor)
+// schedule inserts new timer i (from newRec) for the open transaction's
+// actor after every check has passed.
+func (e *Engine) schedule(s *txState, at slot, i uint32, fee uint32) {
 	e.seq++
+	e.linkRec(i, at, fee, s.actorIdx, &s.actor)
 	e.place(i) // height is in the future: the queue
 	s.actorIdx = e.recs.At(i).actor
 	e.undo = append(e.undo, undo{rec: i, kind: undoSchedule})
@@ -432,26 +432,50 @@ func (e *Engine) schedule(s *txState, at slot, id *TimerID, height uint64, rt ro
 // id that found nothing). The caller places the record in the queue or on
 // the deferred list.
 func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, body []byte, fee, actorIdx uint32, actor *Address) uint32 {
+	i := e.newRec(id, height, seq, handler, body)
+	e.linkRec(i, at, fee, actorIdx, actor)
+	return i
+}
+
+// newRec takes a record for a new timer and writes its own fields and its
+// handler and payload bytes; it links it to no actor, fee or index entry
+// yet (linkRec does), so that dropNewRec can give it back.
+func (e *Engine) newRec(id *TimerID, height, seq uint64, handler, body []byte) uint32 {
 	i := e.allocRec()
 	r := e.recs.At(i)
 	// Field by field, as in openTx: the literal would go through the stack.
-	r.id, r.height, r.seq, r.at, r.data, r.fee = *id, height, seq, 0, 0, fee
+	r.id, r.height, r.seq, r.at, r.data, r.fee, r.actor = *id, height, seq, 0, 0, 0, 0
 	if n := len(handler) + len(body); n > 0 {
 		ref, buf := e.data.Alloc(n)
 		copy(buf[copy(buf, handler):], body)
 		r.data = ref
 		*e.lens.At(i) = dataLen{uint32(len(handler)), uint32(len(body))}
 	}
+	return i
+}
+
+// dropNewRec gives back record i from newRec, never linked: its place on
+// the free list is the one it was taken from.
+func (e *Engine) dropNewRec(i uint32) {
+	e.data.Free(e.recs.At(i).data)
+	e.free = append(e.free, i)
+}
+
+// linkRec makes record i from newRec a pending timer: its fee, its
+// actor's count and its id in the index (at is from a lookup of its id
+// that found nothing).
+func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address) {
+	r := e.recs.At(i)
+	r.fee = fee
 	r.actor = e.actors.ref(actorIdx, actor)
 	e.actors.recs[r.actor].pending++
 	if e.bulk != nil {
 		e.bulk = append(e.bulk, i)
 	} else {
-		e.ids.putAt(at, id, i)
+		e.ids.putAt(at, &r.id, i)
 	}
 	e.pending++
-	e.touch(id)
-	return i
+	e.touch(&r.id)
 }
 
 // ahead is how many timers ahead of its work a pass over timers starts

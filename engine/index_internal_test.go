@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -62,5 +63,48 @@ func TestPutAll(t *testing.T) {
 	x.put(&ids[1], 1)
 	if dup := x.putAll([]uint32{2, 3}); dup == nil || *dup != ids[1] {
 		t.Fatalf("duplicate of an id already in: got %v", dup)
+	}
+}
+
+// TestDuplicateGivesBackItsRecord: a Schedule refused as DuplicateTimer
+// has written a record and its payload before the index said so; it gives
+// both back, so that refusals repeated any number of times take no more
+// memory and leave the engine consistent.
+func TestDuplicateGivesBackItsRecord(t *testing.T) {
+	e, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.BeginBlock(1); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.Begin(Address{7}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte("a payload long enough to take pool bytes")
+	if _, _, err := tx.Schedule(5, payload); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func() {
+		if _, _, err := tx.Schedule(5, payload); !errors.Is(err, ErrDuplicateTimer) {
+			t.Fatalf("second schedule: %v, want DuplicateTimer", err)
+		}
+	}
+	refuse() // the first refusal may take a fresh record, and free it
+	recs, free, pool := e.nrecs, len(e.free), e.data.Bytes()
+	for range 10_000 {
+		refuse()
+	}
+	if e.nrecs != recs || len(e.free) != free || e.data.Bytes() != pool {
+		t.Fatalf("after 10,000 refusals: %d records (%d free), %d pool bytes; before %d (%d free), %d",
+			e.nrecs, len(e.free), e.data.Bytes(), recs, free, pool)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e.checkConsistent(t)
+	if got := e.Stats().Pending; got != 1 {
+		t.Fatalf("%d pending, want 1", got)
 	}
 }

@@ -127,8 +127,15 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	}
 	e.prefetchNew(height, len(rt.handler)+len(rt.body))
 	e.timerID(&out.ID, &s.actor, height, payload, s.nonce)
-	at, _, dup := e.ids.lookup(&out.ID)
-	if dup {
+	// The id's index slot is far from everything else in memory: its load
+	// starts now and runs while the record is written, before the probe
+	// that needs it. A duplicate gives the record back.
+	at := slot{tag: e.ids.tag(&out.ID)}
+	e.ids.prefetch(at.tag)
+	i := e.newRec(&out.ID, height, e.seq, rt.handler, rt.body)
+	var dup bool
+	if at.p, dup = e.ids.find(&out.ID, at.tag); dup {
+		e.dropNewRec(i)
 		return out, ErrDuplicateTimer
 	}
 	var fee uint32
@@ -136,7 +143,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 		fee = e.allocFee()
 		*e.lane.fees.At(fee) = stored
 	}
-	e.schedule(s, at, &out.ID, height, rt, fee)
+	e.schedule(s, at, i, fee)
 	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
 	if out.Clamped {
 		if o, ok := e.obs.(LaneObserver); ok {
