@@ -271,7 +271,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	if _, listed := r.onList(); !listed {
 		e.q.PrefetchAt(ring.Pos(r.at)) // the commit unlinks it
 	}
-	e.undo = append(e.undo, cancelUndo(i, r))
+	e.pushUndo(i, undoCancel).setHeld(r.held())
 	e.touch(&id)
 	return Cost{Cycles: e.cfg.CancelCycles}, nil
 }
