@@ -81,7 +81,9 @@ func newSteady(tb testing.TB, pending int, payload []byte) *steady {
 	if err := s.e.BeginBlock(1); err != nil {
 		tb.Fatal(err)
 	}
-	for range 2 * d { // the longest delay is 2d-1 blocks
+	// The longest delay is 2d-1 blocks; the rollback history's buffers
+	// reach their size within some hundred blocks.
+	for range max(2*d, 256) {
 		s.fill()
 		s.next()
 	}
