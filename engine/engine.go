@@ -505,17 +505,18 @@ func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(
 // timer of height h would take, so that their cache misses overlap the
 // Keccak of its id instead of following it.
 func (e *Engine) prefetchNew(h uint64, dataLen int) {
+	var rec, lens, data unsafe.Pointer
 	if k := len(e.free); k > 0 {
 		i := e.free[k-1]
-		e.prefetchRec(i)
+		rec = unsafe.Pointer(e.recs.At(i))
 		if dataLen > 0 {
-			prefetch.Line(unsafe.Pointer(e.lens.At(i)))
+			lens = unsafe.Pointer(e.lens.At(i))
 		}
 	}
 	if dataLen > 0 && dataLen <= bytepool.MaxLen {
-		e.data.Prefetch(dataLen)
+		data = e.data.NextAddr(dataLen)
 	}
-	e.q.Prefetch(h)
+	prefetch.Lines(rec, lens, data, e.q.InsertAddr(h))
 }
 
 func (e *Engine) allocRec() uint32 {

@@ -3,8 +3,6 @@ package ring
 import (
 	"fmt"
 	"unsafe"
-
-	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
 // Bucket is an unrolled FIFO list of entries. The zero Bucket is empty.
@@ -58,13 +56,15 @@ func (b *Bucket) newTail(c *Chunks, h uint64) {
 	b.tail, b.tailLen = n, 0
 }
 
-// Prefetch starts loading the slot the next Push will write, if the tail
-// chunk has room: a caller that knows the height of a timer before it can
-// insert it (Schedule, before the id's Keccak) overlaps the miss.
-func (b *Bucket) Prefetch(c *Chunks) {
+// TailAddr is where the next Push writes when the tail chunk has room,
+// else nil (the Push takes a new chunk): a caller that knows the height of
+// a timer before it can insert it (Schedule, before the id's Keccak)
+// prefetches it to overlap the miss.
+func (b *Bucket) TailAddr(c *Chunks) unsafe.Pointer {
 	if b.tail != nilChunk && b.tailLen < ChunkLen {
-		prefetch.Line(unsafe.Pointer(&c.slab.At(b.tail).e[b.tailLen]))
+		return unsafe.Pointer(&c.slab.At(b.tail).e[b.tailLen])
 	}
+	return nil
 }
 
 // Kill makes the entry at p a tombstone; the last entry written is simply

@@ -403,20 +403,26 @@ func TestRingMoveIn(t *testing.T) {
 
 // TestPrefetchAnyPos: a prefetch is a hint, so any position, including 0
 // (no position) and positions past the arena, is accepted and changes
-// nothing.
+// nothing; and a bucket's tail address is where its next Push writes, or
+// nil when that Push takes a new chunk.
 func TestPrefetchAnyPos(t *testing.T) {
 	c := NewChunks()
 	var b Bucket
+	if a := b.TailAddr(c); a != nil {
+		t.Fatalf("empty bucket: tail address %p, want nil", a)
+	}
 	p := b.Push(c, Entry{Height: 7, Seq: 1, Val: 9})
 	for _, q := range []Pos{0, 1, p, p + 1, ChunkLen * 4095, ChunkLen * 4096, 1<<31 - 1, 1<<32 - 1} {
 		c.Prefetch(q)
 	}
-	b.Prefetch(c)
+	next := b.TailAddr(c)
 	full := Bucket{}
 	for k := range ChunkLen {
 		full.Push(c, Entry{Height: 8, Seq: uint64(k + 1)})
 	}
-	full.Prefetch(c) // the tail chunk is full: nothing to load
+	if a := full.TailAddr(c); a != nil {
+		t.Fatalf("full tail chunk: tail address %p, want nil", a)
+	}
 	if !holds(c, p, Entry{Height: 7, Seq: 1, Val: 9}) {
 		t.Fatalf("entry at %d changed by prefetches", p)
 	}
@@ -424,6 +430,9 @@ func TestPrefetchAnyPos(t *testing.T) {
 	b.Walk(c, func(e Entry) { got = append(got, e) })
 	if len(got) != 1 || b.Live != 1 || full.Live != ChunkLen {
 		t.Fatalf("buckets changed by prefetches: %v, live %d and %d", got, b.Live, full.Live)
+	}
+	if q := b.Push(c, Entry{Height: 7, Seq: 2, Val: 10}); unsafe.Pointer(c.at(q)) != next {
+		t.Fatalf("second push wrote %p, tail address was %p", c.at(q), next)
 	}
 }
 

@@ -7,8 +7,6 @@ package bytepool
 import (
 	"math/bits"
 	"unsafe"
-
-	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
 const (
@@ -72,18 +70,18 @@ func (p *Pool) Alloc(n int) (uint32, []byte) {
 	return ref, p.Get(ref, n)
 }
 
-// Prefetch starts loading the memory the next Alloc(n) will hand out, if
-// it exists yet (0 < n <= MaxLen). It is a hint: it changes nothing.
-func (p *Pool) Prefetch(n int) {
+// NextAddr is where the buffer of the next Alloc(n) starts, if its
+// memory exists yet, else nil (0 < n <= MaxLen): the address to prefetch.
+func (p *Pool) NextAddr(n int) unsafe.Pointer {
 	cl := &p.classes[classOf(n)]
 	it := int(cl.next)
 	if k := len(cl.free); k > 0 {
 		it = int(cl.free[k-1])
 	}
 	if cl.size == 0 || it/cl.perChk >= len(cl.chunks) {
-		return
+		return nil
 	}
-	prefetch.Line(unsafe.Pointer(&cl.chunks[it/cl.perChk][(it%cl.perChk)*cl.size]))
+	return unsafe.Pointer(&cl.chunks[it/cl.perChk][(it%cl.perChk)*cl.size])
 }
 
 // Get returns the n bytes stored under ref.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 func TestClassBoundaries(t *testing.T) {
@@ -169,23 +170,30 @@ func TestContentsPreserved(t *testing.T) {
 	}
 }
 
-// TestPrefetchChangesNothing: Prefetch is a hint, for any length, before
-// and after a class exists and with its free list empty or not.
-func TestPrefetchChangesNothing(t *testing.T) {
+// TestNextAddr: NextAddr is where the next Alloc's buffer starts, whether
+// it comes from the free list or is the class's next unused item, and nil
+// before the class has memory; it changes nothing.
+func TestNextAddr(t *testing.T) {
 	var p Pool
 	for _, n := range []int{1, 16, 17, 1000, MaxLen} {
-		p.Prefetch(n) // no class yet
+		if a := p.NextAddr(n); a != nil {
+			t.Fatalf("NextAddr(%d) = %p before any Alloc, want nil", n, a)
+		}
 	}
 	ref, buf := p.Alloc(20)
 	copy(buf, "twenty bytes exactly")
-	p.Prefetch(20) // the next unused item of the class
-	other, _ := p.Alloc(20)
-	p.Free(other)
-	p.Prefetch(20) // the top of the free list
-	if got := string(p.Get(ref, 20)); got != "twenty bytes exactly" {
-		t.Fatalf("Get after prefetches: %q", got)
+	next := p.NextAddr(20) // the next unused item of the class
+	other, obuf := p.Alloc(20)
+	if unsafe.Pointer(unsafe.SliceData(obuf)) != next {
+		t.Fatalf("Alloc wrote at %p, NextAddr said %p", unsafe.SliceData(obuf), next)
 	}
-	if again, _ := p.Alloc(20); again != other {
-		t.Fatalf("Alloc after Prefetch returned %#x, want the freed %#x", again, other)
+	p.Free(other)
+	next = p.NextAddr(20) // the top of the free list
+	if got := string(p.Get(ref, 20)); got != "twenty bytes exactly" {
+		t.Fatalf("Get after NextAddr: %q", got)
+	}
+	again, abuf := p.Alloc(20)
+	if again != other || unsafe.Pointer(unsafe.SliceData(abuf)) != next {
+		t.Fatalf("Alloc after Free returned %#x at %p, want the freed %#x at %p", again, unsafe.SliceData(abuf), other, next)
 	}
 }

@@ -59,6 +59,7 @@ package calendar
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/timerlane/timerlane/epoch"
 	"github.com/timerlane/timerlane/internal/radix"
@@ -235,15 +236,17 @@ func (q *Queue) TierOf(h uint64) Tier {
 	return TierOverflow
 }
 
-// Prefetch starts loading where an Insert of height h would write, if it
-// is in the ring or the epoch tier. It is a hint: it changes nothing.
-func (q *Queue) Prefetch(h uint64) {
+// InsertAddr is where an Insert of height h would write, if that is a
+// chunk slot of the ring or the epoch tier with room, else nil: the
+// address to prefetch.
+func (q *Queue) InsertAddr(h uint64) unsafe.Pointer {
 	switch {
 	case h <= q.ringEnd:
-		q.ring.Bucket(h).Prefetch(q.C)
+		return q.ring.Bucket(h).TailAddr(q.C)
 	case h <= q.epochEnd && h-q.stageLo >= q.length:
-		q.epochs.Bucket(q.epochs.Of(h)).Prefetch(q.C)
+		return q.epochs.Bucket(q.epochs.Of(h)).TailAddr(q.C)
 	}
+	return nil
 }
 
 // Insert enqueues timer e, due at e.Height > Height(), with e.Seq > 0 and

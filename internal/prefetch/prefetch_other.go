@@ -6,3 +6,6 @@ import "unsafe"
 
 // Line does nothing on this architecture.
 func Line(p unsafe.Pointer) {}
+
+// Lines does nothing on this architecture.
+func Lines(a, b, c, d unsafe.Pointer) {}
