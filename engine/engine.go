@@ -307,7 +307,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 func (e *Engine) take(due []uint32) {
 	tags := e.tags[:0]
 	for k, i := range due {
-		if j := k + ahead; j < len(due) {
+		if j := k + takeAhead; j < len(due) {
 			e.prefetchRec(due[j])
 		}
 		r := e.recs.At(i)
@@ -496,6 +496,12 @@ func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address
 // loading their records (and index slots): far enough that a miss is over
 // when the pass gets there, near enough that the lines are still cached.
 const ahead = 8
+
+// takeAhead is ahead for the first pass of take, whose work per timer is
+// short (a hash and two counters), so that 8 timers ahead is less time
+// than a miss to memory. Per timer at 1M pending, timed by pass: 18.3
+// ns at 8, 13.1 at 16, 9.8 at 32, 12.5 at 64.
+const takeAhead = 4 * ahead
 
 // prefetchRec starts loading record i.
 func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(i))) }
