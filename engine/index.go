@@ -102,37 +102,39 @@ func (x *idIndex) del(id *TimerID) {
 // delRec removes the entry of record rec, whose id hashes to tag: the
 // probe compares record indices, so it reads no id.
 func (x *idIndex) delRec(tag uint64, rec uint32) {
-	for p := tag & x.mask; ; p = (p + 1) & x.mask {
-		v := x.slots[p]
+	slots, mask := x.slots, x.mask
+	p := tag & mask
+	for v := slots[p]; uint32(v) != rec; v = slots[p] {
 		if v == 0 {
 			panic("engine: id index lost a pending timer")
 		}
-		if uint32(v) == rec {
-			x.delAt(slot{p: p, tag: tag})
-			return
-		}
+		p = (p + 1) & mask
 	}
+	x.delAt(slot{p: p, tag: tag})
 }
 
 // delAt removes the id at s, from a lookup that found it, with no change to
 // the index since.
 func (x *idIndex) delAt(s slot) {
+	slots, mask := x.slots, x.mask
 	p := s.p
 	x.n--
 	// Backward shift: pull later entries of the run into the hole when their
-	// home bucket does not lie strictly between the hole and them.
-	for q := (p + 1) & x.mask; ; q = (q + 1) & x.mask {
-		v := x.slots[q]
+	// home bucket does not lie strictly between the hole and them. Whether
+	// an entry moves is a coin toss to the branch predictor, so the loop
+	// writes the hole either way and picks the new hole without a branch.
+	for q := (p + 1) & mask; ; q = (q + 1) & mask {
+		v := slots[q]
 		if v == 0 {
 			break
 		}
-		home := (v >> 32) & x.mask
-		if (q-home)&x.mask >= (q-p)&x.mask {
-			x.slots[p] = v
-			p = q
-		}
+		home := (v >> 32) & mask
+		// m is all ones when v moves: (q-home)&mask >= (q-p)&mask.
+		m := uint64((int64((q-p)&mask) - int64((q-home)&mask) - 1) >> 63)
+		slots[p] ^= (slots[p] ^ v) & m
+		p ^= (p ^ q) & m
 	}
-	x.slots[p] = 0
+	slots[p] = 0
 }
 
 // putAll adds the ids of records recs, none of them present, in the order

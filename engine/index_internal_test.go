@@ -108,3 +108,57 @@ func TestDuplicateGivesBackItsRecord(t *testing.T) {
 		t.Fatalf("%d pending, want 1", got)
 	}
 }
+
+// TestIndexAgainstMap: random inserts and deletions (by id and by record)
+// at load factors up to the limit, checked against a map after every step:
+// each present id is found at its record, each deleted one is not, and
+// every entry lies in an unbroken run from its home slot, which is what
+// the backward-shift deletion must keep.
+func TestIndexAgainstMap(t *testing.T) {
+	const recs = 3000
+	ids := make([]TimerID, recs+1) // record 0 is never used
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 1; i <= recs; i++ {
+		for j := range ids[i] {
+			ids[i][j] = byte(r.Uint32())
+		}
+	}
+	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+	in := map[uint32]bool{}
+	for step := range 40_000 {
+		i := 1 + uint32(r.IntN(recs))
+		switch {
+		case !in[i]:
+			x.put(&ids[i], i)
+			in[i] = true
+		case step%2 == 0:
+			x.del(&ids[i])
+			delete(in, i)
+		default:
+			x.delRec(x.tag(&ids[i]), i)
+			delete(in, i)
+		}
+		if x.n != len(in) {
+			t.Fatalf("step %d: %d ids, want %d", step, x.n, len(in))
+		}
+		if step%97 != 0 {
+			continue
+		}
+		for k := uint32(1); k <= recs; k++ {
+			got, ok := x.get(&ids[k])
+			if ok != in[k] || ok && got != k {
+				t.Fatalf("step %d: record %d found at %d, %v; present %v", step, k, got, ok, in[k])
+			}
+		}
+		for p, v := range x.slots {
+			if v == 0 {
+				continue
+			}
+			for q := (v >> 32) & x.mask; q != uint64(p); q = (q + 1) & x.mask {
+				if x.slots[q] == 0 {
+					t.Fatalf("step %d: slot %d is cut off from its home %d by an empty slot %d", step, p, (v>>32)&x.mask, q)
+				}
+			}
+		}
+	}
+}
