@@ -431,12 +431,11 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	return e.height, nil
 }
 
-// schedule inserts new timer i (from newRec) for the open transaction's
-// actor after every check has passed.
+// schedule makes new timer i (from newRec, queued) pending for the open
+// transaction's actor after every check has passed.
 func (e *Engine) schedule(s *txState, at slot, i uint32, fee uint32) {
 	e.seq++
 	e.linkRec(i, at, fee, s.actorIdx, &s.actor)
-	e.place(i) // height is in the future: the queue
 	s.actorIdx = e.recs.At(i).actor
 	e.pushUndo(i, undoSchedule)
 }
@@ -468,8 +467,8 @@ func (e *Engine) newRec(id *TimerID, height, seq uint64, handler, body []byte) u
 	return i
 }
 
-// dropNewRec gives back record i from newRec, never linked: its place on
-// the free list is the one it was taken from.
+// dropNewRec gives back record i from newRec, never linked (and no longer
+// queued): its place on the free list is the one it was taken from.
 func (e *Engine) dropNewRec(i uint32) {
 	e.data.Free(e.recs.At(i).data)
 	e.free = append(e.free, i)

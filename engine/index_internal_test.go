@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/timerlane/timerlane/ring"
 )
 
 // TestPutAll: a bulk insert leaves the index as inserts one by one would
@@ -67,9 +69,10 @@ func TestPutAll(t *testing.T) {
 }
 
 // TestDuplicateGivesBackItsRecord: a Schedule refused as DuplicateTimer
-// has written a record and its payload before the index said so; it gives
-// both back, so that refusals repeated any number of times take no more
-// memory and leave the engine consistent.
+// has written a record and its payload and queued it before the index
+// said so; it takes all of it back, in every tier, so that refusals
+// repeated any number of times take no more memory and leave the engine
+// consistent.
 func TestDuplicateGivesBackItsRecord(t *testing.T) {
 	e, err := New(DefaultConfig())
 	if err != nil {
@@ -83,29 +86,41 @@ func TestDuplicateGivesBackItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := []byte("a payload long enough to take pool bytes")
-	if _, _, err := tx.Schedule(5, payload); err != nil {
-		t.Fatal(err)
+	l := e.cfg.layout()
+	heights := []uint64{5, l.RingSize + 5, l.RingSize + l.EpochLength*l.EpochCount + 5} // ring, epoch tier, B-tree
+	for _, h := range heights {
+		if _, _, err := tx.Schedule(h, payload); err != nil {
+			t.Fatal(err)
+		}
 	}
 	refuse := func() {
-		if _, _, err := tx.Schedule(5, payload); !errors.Is(err, ErrDuplicateTimer) {
-			t.Fatalf("second schedule: %v, want DuplicateTimer", err)
+		for _, h := range heights {
+			if _, _, err := tx.Schedule(h, payload); !errors.Is(err, ErrDuplicateTimer) {
+				t.Fatalf("second schedule at %d: %v, want DuplicateTimer", h, err)
+			}
 		}
 	}
 	refuse() // the first refusal may take a fresh record, and free it
-	recs, free, pool := e.nrecs, len(e.free), e.data.Bytes()
+	recs, free, pool, st := e.nrecs, len(e.free), e.data.Bytes(), e.Stats()
 	for range 10_000 {
 		refuse()
 	}
 	if e.nrecs != recs || len(e.free) != free || e.data.Bytes() != pool {
-		t.Fatalf("after 10,000 refusals: %d records (%d free), %d pool bytes; before %d (%d free), %d",
+		t.Fatalf("after 30,000 refusals: %d records (%d free), %d pool bytes; before %d (%d free), %d",
 			e.nrecs, len(e.free), e.data.Bytes(), recs, free, pool)
+	}
+	if got := e.Stats(); got != st {
+		t.Fatalf("after the refusals: %+v, before %+v", got, st)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.q.Verify(func(v uint32) (ring.Pos, bool) { return ring.Pos(e.recs.At(v).at), true }); err != nil {
+		t.Fatal(err)
+	}
 	e.checkConsistent(t)
-	if got := e.Stats().Pending; got != 1 {
-		t.Fatalf("%d pending, want 1", got)
+	if st := e.Stats(); st.Pending != 3 || st.InRing != 1 || st.InEpochs != 1 || st.InOverflow != 1 {
+		t.Fatalf("%d pending, %d/%d/%d by tier; want 3, one in each", st.Pending, st.InRing, st.InEpochs, st.InOverflow)
 	}
 }
 

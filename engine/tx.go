@@ -128,13 +128,15 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	e.prefetchNew(height, len(rt.handler)+len(rt.body))
 	e.timerID(&out.ID, &s.actor, height, payload, s.nonce)
 	// The id's index slot is far from everything else in memory: its load
-	// starts now and runs while the record is written, before the probe
-	// that needs it. A duplicate gives the record back.
+	// starts now and runs while the record is written and queued, before
+	// the probe that needs it. A duplicate takes both back.
 	at := slot{tag: e.ids.tag(&out.ID)}
 	e.ids.prefetch(at.tag)
 	i := e.newRec(&out.ID, height, e.seq, rt.handler, rt.body)
+	e.place(i) // height is in the future: the queue
 	var dup bool
 	if at.p, dup = e.ids.find(&out.ID, at.tag); dup {
+		e.unqueue(i)
 		e.dropNewRec(i)
 		return out, ErrDuplicateTimer
 	}
