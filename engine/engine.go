@@ -327,7 +327,7 @@ func (e *Engine) take(due []uint32) {
 func (e *Engine) unindex(recs []uint32, tags []uint64) {
 	for k, i := range recs {
 		if j := k + ahead; j < len(tags) {
-			e.ids.prefetch(tags[j])
+			e.ids.prefetchRun(tags[j])
 		}
 		e.ids.delRec(tags[k], i)
 	}

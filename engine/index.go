@@ -58,6 +58,13 @@ func (x *idIndex) find(id *TimerID, tag uint64) (uint64, bool) {
 // prefetch starts loading the first slot a probe for tag reads.
 func (x *idIndex) prefetch(tag uint64) { prefetch.Line(unsafe.Pointer(&x.slots[tag&x.mask])) }
 
+// prefetchRun starts loading the line of the first slot a probe for tag
+// reads and the line after it: a deletion reads on to the end of the
+// run, which at the index's higher loads often crosses into the next line.
+func (x *idIndex) prefetchRun(tag uint64) {
+	prefetch.Lines(unsafe.Pointer(&x.slots[tag&x.mask]), unsafe.Pointer(&x.slots[(tag|7+1)&x.mask]), nil, nil)
+}
+
 // slot is where a lookup found an id, or where it would go.
 type slot struct{ p, tag uint64 }
 
