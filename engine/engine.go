@@ -135,8 +135,9 @@ func (u *undo) setHeld(h holds) { u.x, u.y, u.z = h.data, h.actor, h.fee }
 
 // cancelUndo is the undo of a cancel (or a fire, or a collect) of record i.
 func cancelUndo(i uint32, r *rec) undo {
-	h := r.held()
-	return undo{rec: i, kind: undoCancel, x: h.data, y: h.actor, z: h.fee}
+	u := undo{rec: i, kind: undoCancel}
+	u.setHeld(r.held())
+	return u
 }
 
 // holds is what a record holds in other tables, freed with it.
@@ -435,8 +436,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 // transaction's actor after every check has passed.
 func (e *Engine) schedule(s *txState, at slot, i uint32, fee uint32) {
 	e.seq++
-	e.linkRec(i, at, fee, s.actorIdx, &s.actor)
-	s.actorIdx = e.recs.At(i).actor
+	s.actorIdx = e.linkRec(i, at, fee, s.actorIdx, &s.actor)
 	e.pushUndo(i, undoSchedule)
 }
 
@@ -476,8 +476,8 @@ func (e *Engine) dropNewRec(i uint32) {
 
 // linkRec makes record i from newRec a pending timer: its fee, its
 // actor's count and its id in the index (at is from a lookup of its id
-// that found nothing).
-func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address) {
+// that found nothing). It returns the actor's index.
+func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address) uint32 {
 	r := e.recs.At(i)
 	r.fee = fee
 	r.actor = e.actors.ref(actorIdx, actor)
@@ -489,6 +489,7 @@ func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address
 	}
 	e.pending++
 	e.touch(&r.id)
+	return r.actor
 }
 
 // ahead is how many timers ahead of its work a pass over timers starts

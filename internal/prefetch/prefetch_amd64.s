@@ -6,26 +6,18 @@ TEXT ·Line(SB), NOSPLIT|NOFRAME, $0-8
 	PREFETCHT0 (AX)
 	RET
 
+// PREFETCH_ARG loads the line at argument arg unless it is nil, then
+// goes on at label next.
+#define PREFETCH_ARG(arg, next) MOVQ arg(FP), AX; TESTQ AX, AX; JZ next; PREFETCHT0 (AX)
+
 // func Lines(a, b, c, d unsafe.Pointer)
 TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-32
-	MOVQ a+0(FP), AX
-	TESTQ AX, AX
-	JZ b
-	PREFETCHT0 (AX)
+	PREFETCH_ARG(a+0, b)
 b:
-	MOVQ b+8(FP), AX
-	TESTQ AX, AX
-	JZ c
-	PREFETCHT0 (AX)
+	PREFETCH_ARG(b+8, c)
 c:
-	MOVQ c+16(FP), AX
-	TESTQ AX, AX
-	JZ d
-	PREFETCHT0 (AX)
+	PREFETCH_ARG(c+16, d)
 d:
-	MOVQ d+24(FP), AX
-	TESTQ AX, AX
-	JZ done
-	PREFETCHT0 (AX)
+	PREFETCH_ARG(d+24, done)
 done:
 	RET

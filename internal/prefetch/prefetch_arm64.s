@@ -6,22 +6,18 @@ TEXT ·Line(SB), NOSPLIT|NOFRAME, $0-8
 	PRFM (R0), PLDL1KEEP
 	RET
 
+// PREFETCH_ARG loads the line at argument arg unless it is nil, then
+// goes on at label next.
+#define PREFETCH_ARG(arg, next) MOVD arg(FP), R0; CBZ R0, next; PRFM (R0), PLDL1KEEP
+
 // func Lines(a, b, c, d unsafe.Pointer)
 TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-32
-	MOVD a+0(FP), R0
-	CBZ R0, b
-	PRFM (R0), PLDL1KEEP
+	PREFETCH_ARG(a+0, b)
 b:
-	MOVD b+8(FP), R0
-	CBZ R0, c
-	PRFM (R0), PLDL1KEEP
+	PREFETCH_ARG(b+8, c)
 c:
-	MOVD c+16(FP), R0
-	CBZ R0, d
-	PRFM (R0), PLDL1KEEP
+	PREFETCH_ARG(c+16, d)
 d:
-	MOVD d+24(FP), R0
-	CBZ R0, done
-	PRFM (R0), PLDL1KEEP
+	PREFETCH_ARG(d+24, done)
 done:
 	RET
