@@ -45,6 +45,12 @@ var (
 // calendar position (ring.Pos stays below 2^31: see ring.MaxChunks).
 const listed = 1 << 31
 
+// killed is rec.at of a timer that a committed cancel took out of the
+// calendar queue for good, which the queue may keep as a tombstone in its
+// overflow tree (calendar.Queue.Kill). No place on the deferred list is
+// this high: the list would hold 2^31 timers (addDeferred refuses).
+const killed = ^uint32(0)
+
 // dataLen is the split of a record's handler bytes ++ payload.
 type dataLen struct{ handler, payload uint32 }
 
@@ -549,7 +555,16 @@ func (e *Engine) allocRec() uint32 {
 // newQueue returns an empty calendar queue of the configured layout that
 // tells each record where its timer moves.
 func (e *Engine) newQueue() (*calendar.Queue, error) {
-	return calendar.New(e.cfg.layout(), func(val uint32, p ring.Pos) { e.recs.At(val).at = uint32(p) })
+	q, err := calendar.New(e.cfg.layout(), func(val uint32, p ring.Pos) { e.recs.At(val).at = uint32(p) })
+	if err != nil {
+		return nil, err
+	}
+	// A tombstone's record is killed, or was freed and holds another seq.
+	q.SetResident(func(val uint32, seq uint64) bool {
+		r := e.recs.At(val)
+		return r.seq == seq && r.at != killed
+	})
+	return q, nil
 }
 
 // place puts pending timer i in the calendar queue, or on the lane's
@@ -572,6 +587,21 @@ func (e *Engine) unqueue(i uint32) {
 		return
 	}
 	e.q.Remove(r.height, r.seq, ring.Pos(r.at))
+}
+
+// kill takes pending timer i, cancelled by a committed transaction, out of
+// the calendar queue or off the deferred list for good. Its (height, seq)
+// never returns to the queue (a rollback builds a new one), so the queue
+// may keep it as a tombstone (calendar.Queue.Kill), which spares Cancel a
+// search of the overflow tree.
+func (e *Engine) kill(i uint32) {
+	r := e.recs.At(i)
+	if _, ok := r.onList(); ok {
+		e.dropDeferred(i)
+		return
+	}
+	e.q.Kill(r.height, r.seq, ring.Pos(r.at))
+	r.at = killed
 }
 
 // drop removes pending timer i for good, without firing it: a collected

@@ -488,6 +488,9 @@ func (e *Engine) listAll(due ring.Iter) {
 // addDeferred puts due timer i on the deferred list.
 func (e *Engine) addDeferred(i uint32) {
 	s := &e.lane
+	if len(s.deferred) >= listed-1 { // its places would reach killed
+		panic("engine: 2^31-1 timers on the deferred list")
+	}
 	s.deferred = append(s.deferred, i)
 	s.reasons = append(s.reasons, 0)
 	e.recs.At(i).at = listed | uint32(len(s.deferred)-1)

@@ -307,7 +307,7 @@ func (tx Tx) Revert() error {
 func (e *Engine) commitTx() {
 	for _, u := range e.undo {
 		if u.kind == undoCancel {
-			e.unqueue(u.rec)
+			e.kill(u.rec)
 			if e.hist == nil {
 				e.release(u.rec)
 			}

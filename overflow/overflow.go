@@ -32,8 +32,12 @@ func New() *Tree {
 	return &Tree{t: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true, Degree: 64})}
 }
 
-// Insert adds e; (Height, Seq) must be unique.
-func (t *Tree) Insert(e ring.Entry) { t.t.SetHint(e, &t.hint) }
+// Insert adds e and reports whether it replaced an entry of the same
+// (Height, Seq), which callers keep unique.
+func (t *Tree) Insert(e ring.Entry) (replaced bool) {
+	_, replaced = t.t.SetHint(e, &t.hint)
+	return replaced
+}
 
 // Load adds e, like Insert; when e comes after every entry, as in a bulk
 // load in (height, seq) order, it appends without a search.
@@ -53,6 +57,30 @@ func (t *Tree) PopMin() (ring.Entry, bool) { return t.t.PopMin() }
 
 // Len is the number of entries.
 func (t *Tree) Len() int { return t.t.Len() }
+
+// Purge removes every entry whose (Height, Seq) is in dead, which is in
+// (height, seq) order and may name entries the tree does not hold, and
+// calls removed for each entry it removes. It builds the tree anew from
+// the entries it keeps, appended in order: one pass over the tree and
+// dead, where deleting the entries one by one would search the tree for
+// each, which costs more per entry as soon as a good share of it goes.
+func (t *Tree) Purge(dead []ring.Entry, removed func(ring.Entry)) {
+	kept := New()
+	j := 0
+	t.t.Scan(func(x ring.Entry) bool {
+		for j < len(dead) && less(dead[j], x) {
+			j++
+		}
+		if j < len(dead) && dead[j].Height == x.Height && dead[j].Seq == x.Seq {
+			j++
+			removed(x)
+			return true
+		}
+		kept.t.Load(x)
+		return true
+	})
+	*t = *kept
+}
 
 // Ascend calls f for every entry in (height, seq) order until f returns false.
 func (t *Tree) Ascend(f func(ring.Entry) bool) { t.t.Scan(f) }

@@ -130,3 +130,42 @@ func TestTreeRandom(t *testing.T) {
 		t.Fatalf("items differ from model")
 	}
 }
+
+func TestPurge(t *testing.T) {
+	it := func(h, seq uint64) ring.Entry { return ring.Entry{Height: h, Seq: seq, Val: uint32(seq)} }
+	key := func(h, seq uint64) ring.Entry { return ring.Entry{Height: h, Seq: seq} } // no Val: Purge matches (height, seq)
+	tests := []struct {
+		name          string
+		have, dead    []ring.Entry
+		want, removed []ring.Entry
+	}{
+		{"nothing dead", []ring.Entry{it(1, 1), it(2, 2)}, nil, []ring.Entry{it(1, 1), it(2, 2)}, nil},
+		{"all dead", []ring.Entry{it(1, 1), it(2, 2)}, []ring.Entry{key(1, 1), key(2, 2)}, nil, []ring.Entry{it(1, 1), it(2, 2)}},
+		{"keys the tree lacks are skipped", []ring.Entry{it(5, 3), it(5, 7), it(9, 4)},
+			[]ring.Entry{key(1, 1), key(5, 4), key(5, 7), key(6, 1), key(9, 5), key(10, 1)},
+			[]ring.Entry{it(5, 3), it(9, 4)}, []ring.Entry{it(5, 7)}},
+		{"same seq at another height stays", []ring.Entry{it(3, 8), it(4, 8)}, []ring.Entry{key(4, 8)}, []ring.Entry{it(3, 8)}, []ring.Entry{it(4, 8)}},
+		{"empty tree", nil, []ring.Entry{key(1, 1)}, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := overflow.New()
+			for _, e := range tc.have {
+				tr.Insert(e)
+			}
+			var removed []ring.Entry
+			tr.Purge(tc.dead, func(x ring.Entry) { removed = append(removed, x) })
+			if got := items(tr); !slices.Equal(got, tc.want) || tr.Len() != len(tc.want) {
+				t.Fatalf("left %v (Len %d), want %v", got, tr.Len(), tc.want)
+			}
+			if !slices.Equal(removed, tc.removed) {
+				t.Fatalf("removed %v, want %v", removed, tc.removed)
+			}
+			// The tree stays usable: inserts search it, and a replace is told.
+			tr.Insert(it(7, 100))
+			if !tr.Insert(it(7, 100)) {
+				t.Fatal("Insert of an entry it holds did not report a replace")
+			}
+		})
+	}
+}

@@ -138,7 +138,23 @@ type Queue struct {
 
 	inBulk bool         // between Bulk and Flush
 	bulk   []ring.Entry // the bulk load's timers for the tree, not in it yet
+
+	// Tombstones in the tree (see Kill). resident tells a tombstone from
+	// a timer (nil: Kill removes at once); dead counts the tombstones in
+	// the tree; deadKeys names them, and those dropped since, for purge.
+	resident func(val uint32, seq uint64) bool
+	dead     int
+	deadKeys []ring.Entry
+
+	// purge's buffers, kept so that a purge allocates only the new tree.
+	sortA, sortB []radix.Item
+	sorted       []ring.Entry
 }
+
+// purgeFloor is how many more tombstones than twice its timers the tree
+// may hold before Kill purges them: a purge visits every entry, so it
+// waits until the tombstones pay for it.
+const purgeFloor = 64
 
 // New returns an empty queue at height 0. When a timer moves down a tier
 // (or into a stage) its new position is reported to moved (if not nil), so
@@ -204,7 +220,7 @@ func (q *Queue) Len() int {
 // TierLens reports how many timers each tier holds; staged timers count as
 // the tier TierOf names.
 func (q *Queue) TierLens() (ringLen, epochLen, overflowLen int) {
-	return q.ring.Len(), q.epochs.Len() + q.stage.Len(), q.overflow.Len() + len(q.bulk) + q.ostage.Len()
+	return q.ring.Len(), q.epochs.Len() + q.stage.Len(), q.overflow.Len() - q.dead + len(q.bulk) + q.ostage.Len()
 }
 
 func (q *Queue) addEpochs(e, n uint64) uint64 {
@@ -291,7 +307,9 @@ func (q *Queue) Insert(e ring.Entry) ring.Pos {
 		q.bulk = append(q.bulk, e)
 		return 0
 	}
-	q.overflow.Insert(e)
+	if q.overflow.Insert(e) {
+		panic(fmt.Sprintf("calendar: (%d, %d) inserted again after it was killed", h, e.Seq))
+	}
 	return 0
 }
 
@@ -307,20 +325,26 @@ func (q *Queue) Flush() {
 	if len(q.bulk) == 0 {
 		return
 	}
-	// By seq, then stably by height: (height, seq) order.
-	items := make([]radix.Item, len(q.bulk))
-	for i, e := range q.bulk {
-		items[i] = radix.Item{Key: e.Seq, Pos: uint32(i)}
-	}
-	items, spare := radix.Sort(items, nil, radix.Diff(items))
-	for i := range items {
-		items[i].Key = q.bulk[items[i].Pos].Height
-	}
-	items, _ = radix.Sort(items, spare, radix.Diff(items))
-	for _, it := range items {
+	order, _ := inOrder(q.bulk, nil, nil)
+	for _, it := range order {
 		q.overflow.Load(q.bulk[it.Pos])
 	}
 	q.bulk = nil
+}
+
+// inOrder returns the positions of es in (height, seq) order (sorted by
+// seq, then stably by height), and a buffer: it sorts in items and spare,
+// of any length, which it grows as needed.
+func inOrder(es []ring.Entry, items, spare []radix.Item) (order, other []radix.Item) {
+	items = items[:0]
+	for i, e := range es {
+		items = append(items, radix.Item{Key: e.Seq, Pos: uint32(i)})
+	}
+	items, spare = radix.Sort(items, spare, radix.Diff(items))
+	for i := range items {
+		items[i].Key = es[items[i].Pos].Height
+	}
+	return radix.Sort(items, spare, radix.Diff(items))
 }
 
 // noBulk panics inside a bulk load, where the tree lacks its timers.
@@ -373,6 +397,65 @@ func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
 			q.epochs.Kill(q.C, height, p, q.report)
 		}
 	}
+}
+
+// SetResident lets Kill leave the timers of the overflow tree in it as
+// tombstones. resident(val, seq) reports whether the timer (val, seq) of
+// the tree is still resident: false once it is killed, whatever the owner
+// does with val afterwards. The queue asks only while it holds tombstones,
+// and only of timers it is about to move or skip.
+func (q *Queue) SetResident(resident func(val uint32, seq uint64) bool) { q.resident = resident }
+
+// Kill takes the resident timer (height, seq), last reported at p, out of
+// its tier for good: like Remove, but (height, seq) must never be inserted
+// again. A timer of the overflow tree (when SetResident was called) stays
+// in the tree as a tombstone, which costs no search of it: a tombstone is
+// dropped when its epoch comes into range, or with all the others when
+// they outnumber the tree's timers twice over (plus purgeFloor), by one
+// ordered pass that builds the tree anew (Tree.Purge). Per tombstone that
+// pass costs a fraction of a delete, which searches the tree.
+func (q *Queue) Kill(height, seq uint64, p ring.Pos) {
+	if q.resident == nil || height <= q.epochEnd || q.inOstage(height, seq) {
+		q.Remove(height, seq, p)
+		return
+	}
+	q.noBulk()
+	q.dead++
+	q.deadKeys = append(q.deadKeys, ring.Entry{Height: height, Seq: seq})
+	if len(q.deadKeys) > 2*(q.overflow.Len()-q.dead)+purgeFloor {
+		q.purge()
+	}
+}
+
+// purge takes every tombstone out of the tree. deadKeys names them all,
+// with those dropped since they were killed, which the tree no longer
+// holds: no timer has their (height, seq), so none is taken by mistake.
+func (q *Queue) purge() {
+	q.sortA, q.sortB = inOrder(q.deadKeys, q.sortA, q.sortB)
+	q.sorted = q.sorted[:0]
+	for _, it := range q.sortA {
+		q.sorted = append(q.sorted, q.deadKeys[it.Pos])
+	}
+	q.overflow.Purge(q.sorted, func(x ring.Entry) {
+		q.dead--
+		if x.Height <= q.ostEnd {
+			q.ostLeft--
+		}
+	})
+	if q.dead != 0 {
+		panic(fmt.Sprintf("calendar: %d tombstones in the tree that no Kill named", q.dead))
+	}
+	q.deadKeys = q.deadKeys[:0]
+}
+
+// tombstone reports whether x, of the tree, is a tombstone, and if so
+// counts it out: the caller drops it from the tree.
+func (q *Queue) tombstone(x ring.Entry) bool {
+	if q.dead == 0 || q.resident(x.Val, x.Seq) {
+		return false
+	}
+	q.dead--
+	return true
 }
 
 // report tells the owner a timer's new position.
@@ -460,7 +543,9 @@ func (q *Queue) enter(w uint64) {
 			break
 		}
 		q.overflow.PopMin()
-		q.place(x)
+		if !q.tombstone(x) {
+			q.place(x)
+		}
 	}
 	// Count the next epoch, which the overflow stage takes in this window.
 	q.ostLeft = 0
@@ -501,8 +586,10 @@ func (q *Queue) stageShare() {
 				panic(fmt.Sprintf("calendar: the overflow stage took height %d, past %d", x.Height, q.ostEnd))
 			}
 			q.ostLeft--
-			q.ostH, q.ostSeq = x.Height, x.Seq
-			q.report(x, q.ostage.Push(q.C, 0, x))
+			q.ostH, q.ostSeq = x.Height, x.Seq // a tombstone's bound holds too
+			if !q.tombstone(x) {
+				q.report(x, q.ostage.Push(q.C, 0, x))
+			}
 		}
 	}
 }
@@ -516,7 +603,8 @@ func (q *Queue) Take() ring.Iter {
 }
 
 // NextAfter returns the height of the next due timer after Height(), the
-// same under every layout; ok is false when nothing is due after it.
+// same under every layout; ok is false when nothing is due after it. It
+// drops the tombstones it finds at the front of the tree.
 func (q *Queue) NextAfter() (h uint64, ok bool) {
 	q.noBulk()
 	rl, el := q.ringLast(q.w), q.epochLast(q.w)
@@ -550,10 +638,19 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 	if b := q.ostage.At(0); !b.Empty() {
 		return minHeight(q.C, b), true
 	}
-	if x, ok := q.overflow.Min(); ok {
-		return x.Height, true
+	for {
+		x, ok := q.overflow.Min()
+		if !ok {
+			return 0, false
+		}
+		if !q.tombstone(x) {
+			return x.Height, true
+		}
+		q.overflow.PopMin()
+		if x.Height <= q.ostEnd {
+			q.ostLeft--
+		}
 	}
-	return 0, false
 }
 
 // minHeight is the lowest height in b, which holds a live entry: a walk.

@@ -38,7 +38,12 @@ func (q *Queue) walk(f func(e ring.Entry, t Tier, p ring.Pos, pl place)) {
 		q.epochs.Bucket(e).WalkPos(q.C, func(x ring.Entry, p ring.Pos) { f(x, TierEpoch, p, inEpoch) })
 	}
 	q.ostage.At(0).WalkPos(q.C, func(x ring.Entry, p ring.Pos) { f(x, TierOverflow, p, inOstage) })
-	q.overflow.Ascend(func(x ring.Entry) bool { f(x, TierOverflow, 0, inTree); return true })
+	q.overflow.Ascend(func(x ring.Entry) bool {
+		if q.dead == 0 || q.resident(x.Val, x.Seq) { // else a tombstone
+			f(x, TierOverflow, 0, inTree)
+		}
+		return true
+	})
 }
 
 // Verify checks the queue's internal invariants, for tests: every timer in
@@ -99,6 +104,21 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 	if err != nil {
 		return err
 	}
+	// The tree's tombstones: counted, and in the next epoch's count.
+	var nDead, nDeadNext int
+	q.overflow.Ascend(func(x ring.Entry) bool {
+		if q.resident != nil && !q.resident(x.Val, x.Seq) {
+			nDead++
+			if x.Height <= q.ostEnd {
+				nDeadNext++
+			}
+		}
+		return true
+	})
+	if nDead != q.dead || len(q.deadKeys) < nDead {
+		fail("the tree holds %d tombstones, counted %d, named %d", nDead, q.dead, len(q.deadKeys))
+	}
+	nTreeNext += nDeadNext
 	// Every bucket holds one height (the ring, staging) or one epoch (the
 	// epoch tier): a walk in bucket order from the right bucket.
 	for x := range q.ring.Size() {

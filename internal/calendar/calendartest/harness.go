@@ -40,6 +40,10 @@ func NewHarness(l calendar.Layout) (*Harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.SetResident(func(val uint32, seq uint64) bool {
+		_, ok := h.Pos[seq]
+		return ok && uint64(val) == seq
+	})
 	h.Q = q
 	return h, nil
 }
@@ -73,9 +77,16 @@ func (h *Harness) Resident() []uint64 {
 	return out
 }
 
+// Remove removes a resident timer: by Kill, which may leave a tombstone in
+// the tree, when its seq is even (the harness never inserts a seq again),
+// by Remove when it is odd, so that both paths run in every program.
 func (h *Harness) Remove(seq uint64) {
 	ht := h.Height[seq]
-	h.Q.Remove(ht, seq, h.Pos[seq])
+	if seq%2 == 0 {
+		h.Q.Kill(ht, seq, h.Pos[seq])
+	} else {
+		h.Q.Remove(ht, seq, h.Pos[seq])
+	}
 	delete(h.Pos, seq)
 	delete(h.Height, seq)
 	s := h.Model[ht]
