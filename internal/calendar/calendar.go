@@ -156,6 +156,11 @@ type Queue struct {
 // waits until the tombstones pay for it.
 const purgeFloor = 64
 
+// lazyMax is the most timers the tree may hold for Kill to leave
+// tombstones. A purge is a pause of the block that makes it, in proportion
+// to the tree (BenchmarkPurge); above this bound Kill deletes at once.
+const lazyMax = 1 << 14
+
 // New returns an empty queue at height 0. When a timer moves down a tier
 // (or into a stage) its new position is reported to moved (if not nil), so
 // that its owner can still Remove it.
@@ -413,9 +418,11 @@ func (q *Queue) SetResident(resident func(val uint32, seq uint64) bool) { q.resi
 // dropped when its epoch comes into range, or with all the others when
 // they outnumber the tree's timers twice over (plus purgeFloor), by one
 // ordered pass that builds the tree anew (Tree.Purge). Per tombstone that
-// pass costs a fraction of a delete, which searches the tree.
+// pass costs a fraction of a delete, which searches the tree. While the
+// tree holds more than lazyMax timers, Kill deletes at once, so that no
+// purge pauses a block for long.
 func (q *Queue) Kill(height, seq uint64, p ring.Pos) {
-	if q.resident == nil || height <= q.epochEnd || q.inOstage(height, seq) {
+	if q.resident == nil || height <= q.epochEnd || q.inOstage(height, seq) || q.overflow.Len()-q.dead > lazyMax {
 		q.Remove(height, seq, p)
 		return
 	}

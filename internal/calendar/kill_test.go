@@ -1,6 +1,7 @@
 package calendar_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -87,4 +88,85 @@ func TestKillWithoutResident(t *testing.T) {
 		t.Fatalf("tombstones %d, tree %d; want 0, 1", dead, inTree)
 	}
 	must(t, q.Verify(nil))
+}
+
+// TestKillDeletesInABigTree: while the tree holds more than 2^14 timers,
+// Kill deletes at once (a purge of a bigger tree would pause its block for
+// too long); at 2^14 it leaves a tombstone again.
+func TestKillDeletesInABigTree(t *testing.T) {
+	l := stageLayouts[0]
+	q, err := calendar.New(l, nil)
+	must(t, err)
+	alive := map[uint64]bool{}
+	q.SetResident(func(_ uint32, seq uint64) bool { return alive[seq] })
+	far := 10 * calendartest.Horizon(l)
+	const n = 1<<14 + 1
+	for s := uint64(1); s <= n; s++ {
+		alive[s] = true
+		q.Insert(ring.Entry{Height: far + s%1000, Seq: s, Val: uint32(s)})
+	}
+	kill := func(s uint64) {
+		delete(alive, s)
+		q.Kill(far+s%1000, s, 0)
+	}
+	kill(1) // 2^14 + 1 timers: deleted
+	if dead, _, inTree := q.Tombstones(); dead != 0 || inTree != n-1 {
+		t.Fatalf("above the bound: tombstones %d, tree %d; want 0, %d", dead, inTree, n-1)
+	}
+	kill(2) // 2^14 timers: a tombstone
+	if dead, _, inTree := q.Tombstones(); dead != 1 || inTree != n-1 {
+		t.Fatalf("at the bound: tombstones %d, tree %d; want 1, %d", dead, inTree, n-1)
+	}
+	must(t, q.Verify(nil))
+}
+
+// BenchmarkPurge: one op is the Kill that makes the tree purge its
+// tombstones, with about n timers in it and the tombstones at their limit
+// (about 2n + 64, each killed and replaced by a new timer, as a node's
+// cancels and schedules do): the pause of the block that makes it. It is
+// the queue's first purge, which also grows its buffers.
+func BenchmarkPurge(b *testing.B) {
+	for _, n := range []int{10_000, 1 << 14} {
+		b.Run(fmt.Sprintf("timers=%d", n), func(b *testing.B) {
+			l := calendar.DefaultLayout
+			far := 10 * calendartest.Horizon(l)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for b.Loop() {
+				b.StopTimer()
+				q, err := calendar.New(l, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var heights []uint64 // by seq - 1
+				alive := map[uint64]bool{}
+				q.SetResident(func(_ uint32, seq uint64) bool { return alive[seq] })
+				insert := func() {
+					heights = append(heights, far+rng.Uint64N(1<<24))
+					seq := uint64(len(heights))
+					alive[seq] = true
+					q.Insert(ring.Entry{Height: heights[seq-1], Seq: seq, Val: uint32(seq)})
+				}
+				kill := func(seq uint64) {
+					delete(alive, seq)
+					q.Kill(heights[seq-1], seq, 0)
+				}
+				for range n {
+					insert()
+				}
+				// The next kill leaves n-1 timers and 2(n-1) + 65 tombstones.
+				for s := range uint64(2*n + 62) {
+					kill(s + 1)
+					insert()
+				}
+				dead, _, _ := q.Tombstones()
+				b.StartTimer()
+				kill(uint64(2*n + 63))
+				b.StopTimer()
+				if d, _, _ := q.Tombstones(); dead != 2*n+62 || d != 0 {
+					b.Fatalf("tombstones %d before the kill, %d after: no purge", dead, d)
+				}
+				b.StartTimer()
+			}
+		})
+	}
 }
