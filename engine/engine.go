@@ -713,6 +713,10 @@ type Stats struct {
 	Actors                            int
 	InRing, InEpochs, InOverflow      int
 	ArenaBytes, IndexBytes, DataBytes int
+	// OverflowTombstones counts cancelled timers that the overflow tier's
+	// B-tree still holds as tombstones (docs/SPEC.md §9): at most twice
+	// its timers plus 64.
+	OverflowTombstones int
 }
 
 // Stats returns the current figures.
@@ -722,5 +726,6 @@ func (e *Engine) Stats() Stats {
 	s.ArenaBytes = e.q.C.Bytes() + e.recs.Bytes() + e.lens.Bytes() + cap(e.free)*4
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
+	s.OverflowTombstones = e.q.Tombstones()
 	return s
 }

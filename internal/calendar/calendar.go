@@ -455,6 +455,10 @@ func (q *Queue) purge() {
 	q.deadKeys = q.deadKeys[:0]
 }
 
+// Tombstones is the number of killed timers the overflow tree still holds
+// (see Kill): memory, not timers.
+func (q *Queue) Tombstones() int { return q.dead }
+
 // tombstone reports whether x, of the tree, is a tombstone, and if so
 // counts it out: the caller drops it from the tree.
 func (q *Queue) tombstone(x ring.Entry) bool {

@@ -10,8 +10,8 @@ func (q *Queue) StageLens() (staged, unstaged, ostaged, ounstaged int) {
 	return q.stage.Len(), unstaged, q.ostage.Len(), q.ostLeft
 }
 
-// Tombstones reports, for tests, the tombstones in the tree, the keys Kill
+// TreeState reports, for tests, the tombstones in the tree, the keys Kill
 // has noted for the next purge, and the entries the tree holds in all.
-func (q *Queue) Tombstones() (dead, named, inTree int) {
+func (q *Queue) TreeState() (dead, named, inTree int) {
 	return q.dead, len(q.deadKeys), q.overflow.Len()
 }

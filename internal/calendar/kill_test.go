@@ -38,10 +38,10 @@ func TestKillLeavesTombstones(t *testing.T) {
 				if s%2 != 0 || rng.IntN(10) == 0 {
 					continue
 				}
-				before, _, _ := h.Q.Tombstones()
+				before, _, _ := h.Q.TreeState()
 				h.Remove(s)
 				killed++
-				dead, named, inTree := h.Q.Tombstones()
+				dead, named, inTree := h.Q.TreeState()
 				switch {
 				case dead == 0 && before > 0:
 					purges++
@@ -58,7 +58,7 @@ func TestKillLeavesTombstones(t *testing.T) {
 			}
 			// Some tombstones are left: NextAfter and the window's moves drop
 			// them, and delivery matches the model throughout.
-			if dead, _, _ := h.Q.Tombstones(); dead == 0 {
+			if dead, _, _ := h.Q.TreeState(); dead == 0 {
 				must(t, h.Insert(far))
 				s := h.Seq
 				if s%2 != 0 {
@@ -68,7 +68,7 @@ func TestKillLeavesTombstones(t *testing.T) {
 				h.Remove(s)
 			}
 			drain(t, h)
-			if dead, _, inTree := h.Q.Tombstones(); dead != 0 || inTree != 0 {
+			if dead, _, inTree := h.Q.TreeState(); dead != 0 || inTree != 0 {
 				t.Fatalf("drained: %d tombstones, %d entries left in the tree", dead, inTree)
 			}
 		})
@@ -84,7 +84,7 @@ func TestKillWithoutResident(t *testing.T) {
 	q.Insert(ring.Entry{Height: far, Seq: 1, Val: 1})
 	q.Insert(ring.Entry{Height: far, Seq: 2, Val: 2})
 	q.Kill(far, 1, 0)
-	if dead, _, inTree := q.Tombstones(); dead != 0 || inTree != 1 {
+	if dead, _, inTree := q.TreeState(); dead != 0 || inTree != 1 {
 		t.Fatalf("tombstones %d, tree %d; want 0, 1", dead, inTree)
 	}
 	must(t, q.Verify(nil))
@@ -110,11 +110,11 @@ func TestKillDeletesInABigTree(t *testing.T) {
 		q.Kill(far+s%1000, s, 0)
 	}
 	kill(1) // 2^14 + 1 timers: deleted
-	if dead, _, inTree := q.Tombstones(); dead != 0 || inTree != n-1 {
+	if dead, _, inTree := q.TreeState(); dead != 0 || inTree != n-1 {
 		t.Fatalf("above the bound: tombstones %d, tree %d; want 0, %d", dead, inTree, n-1)
 	}
 	kill(2) // 2^14 timers: a tombstone
-	if dead, _, inTree := q.Tombstones(); dead != 1 || inTree != n-1 {
+	if dead, _, inTree := q.TreeState(); dead != 1 || inTree != n-1 {
 		t.Fatalf("at the bound: tombstones %d, tree %d; want 1, %d", dead, inTree, n-1)
 	}
 	must(t, q.Verify(nil))
@@ -158,11 +158,11 @@ func BenchmarkPurge(b *testing.B) {
 					kill(s + 1)
 					insert()
 				}
-				dead, _, _ := q.Tombstones()
+				dead, _, _ := q.TreeState()
 				b.StartTimer()
 				kill(uint64(2*n + 63))
 				b.StopTimer()
-				if d, _, _ := q.Tombstones(); dead != 2*n+62 || d != 0 {
+				if d, _, _ := q.TreeState(); dead != 2*n+62 || d != 0 {
 					b.Fatalf("tombstones %d before the kill, %d after: no purge", dead, d)
 				}
 				b.StartTimer()
