@@ -579,25 +579,20 @@ func (e *Engine) place(i uint32) {
 }
 
 // unqueue takes pending timer i out of the calendar queue, or off the
-// lane's deferred list.
-func (e *Engine) unqueue(i uint32) {
+// lane's deferred list. forGood says that its (height, seq) never returns
+// to the queue, as for a cancel that a transaction commits (a rollback
+// builds a new queue): the queue may then keep it as a tombstone
+// (calendar.Queue.Kill), which spares Cancel a search of the overflow
+// tree. A reverted schedule or a refused duplicate is not for good: the
+// next timer may take its seq.
+func (e *Engine) unqueue(i uint32, forGood bool) {
 	r := e.recs.At(i)
 	if _, ok := r.onList(); ok {
 		e.dropDeferred(i)
 		return
 	}
-	e.q.Remove(r.height, r.seq, ring.Pos(r.at))
-}
-
-// kill takes pending timer i, cancelled by a committed transaction, out of
-// the calendar queue or off the deferred list for good. Its (height, seq)
-// never returns to the queue (a rollback builds a new one), so the queue
-// may keep it as a tombstone (calendar.Queue.Kill), which spares Cancel a
-// search of the overflow tree.
-func (e *Engine) kill(i uint32) {
-	r := e.recs.At(i)
-	if _, ok := r.onList(); ok {
-		e.dropDeferred(i)
+	if !forGood {
+		e.q.Remove(r.height, r.seq, ring.Pos(r.at))
 		return
 	}
 	e.q.Kill(r.height, r.seq, ring.Pos(r.at))
@@ -608,7 +603,7 @@ func (e *Engine) kill(i uint32) {
 // timer, or one a log record removes.
 func (e *Engine) drop(i uint32) {
 	r := e.recs.At(i)
-	e.unqueue(i)
+	e.unqueue(i, false)
 	e.ids.del(&r.id)
 	e.actors.recs[r.actor].pending--
 	e.pending--

@@ -136,7 +136,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	e.place(i) // height is in the future: the queue
 	var dup bool
 	if at.p, dup = e.ids.find(&out.ID, at.tag); dup {
-		e.unqueue(i)
+		e.unqueue(i, false)
 		e.dropNewRec(i)
 		return out, ErrDuplicateTimer
 	}
@@ -307,7 +307,7 @@ func (tx Tx) Revert() error {
 func (e *Engine) commitTx() {
 	for _, u := range e.undo {
 		if u.kind == undoCancel {
-			e.kill(u.rec)
+			e.unqueue(u.rec, true)
 			if e.hist == nil {
 				e.release(u.rec)
 			}
@@ -344,7 +344,7 @@ func (e *Engine) undoOp(u undo, queued bool) {
 		e.actors.recs[r.actor].pending--
 		e.pending--
 		if queued {
-			e.unqueue(u.rec)
+			e.unqueue(u.rec, false)
 		}
 		e.release(u.rec)
 	}
