@@ -15,3 +15,6 @@ func (q *Queue) StageLens() (staged, unstaged, ostaged, ounstaged int) {
 func (q *Queue) TreeState() (dead, named, inTree int) {
 	return q.dead, len(q.deadKeys), q.overflow.Len()
 }
+
+// InOrder is inOrder, for tests.
+var InOrder = inOrder

@@ -1,8 +1,11 @@
 package calendar_test
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/calendar"
@@ -166,6 +169,43 @@ func BenchmarkPurge(b *testing.B) {
 					b.Fatalf("tombstones %d before the kill, %d after: no purge", dead, d)
 				}
 				b.StartTimer()
+			}
+		})
+	}
+}
+
+// TestInOrder: the order purge and Flush use is (height, seq), whatever the
+// order of the input, with runs of one height in and out of seq order.
+func TestInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name    string
+		heights uint64 // heights drawn from [0, heights)
+		n       int
+	}{{"empty", 1, 0}, {"one height", 1, 300}, {"few heights", 7, 500}, {"spread", 1 << 40, 500}, {"top heights", 0, 200}} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := make([]ring.Entry, tc.n)
+			for i := range es {
+				h := uint64(math.MaxUint64) - rng.Uint64N(3) // "top heights"
+				if tc.heights > 0 {
+					h = rng.Uint64N(tc.heights)
+				}
+				es[i] = ring.Entry{Height: h, Seq: rng.Uint64N(1 << 50)}
+			}
+			order, _ := calendar.InOrder(es, nil, nil)
+			if len(order) != len(es) {
+				t.Fatalf("%d positions for %d entries", len(order), len(es))
+			}
+			got := make([]ring.Entry, len(order))
+			for k, it := range order {
+				got[k] = es[it.Pos]
+			}
+			want := slices.Clone(es)
+			slices.SortFunc(want, func(a, b ring.Entry) int {
+				return cmp.Or(cmp.Compare(a.Height, b.Height), cmp.Compare(a.Seq, b.Seq))
+			})
+			if !slices.Equal(got, want) {
+				t.Fatal("not in (height, seq) order")
 			}
 		})
 	}
