@@ -380,9 +380,7 @@ func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
 		if !q.overflow.Delete(height, seq) {
 			panic(fmt.Sprintf("calendar: (%d, %d) not in overflow", height, seq))
 		}
-		if height <= q.ostEnd {
-			q.ostLeft--
-		}
+		q.leftTree(height)
 		return
 	}
 	if s, _ := q.C.At(p); s != seq { // seqs are unique: no other timer is there
@@ -445,9 +443,7 @@ func (q *Queue) purge() {
 	}
 	q.overflow.Purge(q.sorted, func(x ring.Entry) {
 		q.dead--
-		if x.Height <= q.ostEnd {
-			q.ostLeft--
-		}
+		q.leftTree(x.Height)
 	})
 	if q.dead != 0 {
 		panic(fmt.Sprintf("calendar: %d tombstones in the tree that no Kill named", q.dead))
@@ -459,14 +455,25 @@ func (q *Queue) purge() {
 // (see Kill): memory, not timers.
 func (q *Queue) Tombstones() int { return q.dead }
 
+// isTombstone reports whether x, of the tree, is a tombstone.
+func (q *Queue) isTombstone(x ring.Entry) bool { return q.dead > 0 && !q.resident(x.Val, x.Seq) }
+
 // tombstone reports whether x, of the tree, is a tombstone, and if so
 // counts it out: the caller drops it from the tree.
 func (q *Queue) tombstone(x ring.Entry) bool {
-	if q.dead == 0 || q.resident(x.Val, x.Seq) {
+	if !q.isTombstone(x) {
 		return false
 	}
 	q.dead--
 	return true
+}
+
+// leftTree counts out of the next epoch's count (ostLeft) an entry of
+// height h that leaves the tree other than by the overflow stage's share.
+func (q *Queue) leftTree(h uint64) {
+	if h <= q.ostEnd {
+		q.ostLeft--
+	}
 }
 
 // report tells the owner a timer's new position.
@@ -658,9 +665,7 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 			return x.Height, true
 		}
 		q.overflow.PopMin()
-		if x.Height <= q.ostEnd {
-			q.ostLeft--
-		}
+		q.leftTree(x.Height)
 	}
 }
 

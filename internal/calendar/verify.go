@@ -39,7 +39,7 @@ func (q *Queue) walk(f func(e ring.Entry, t Tier, p ring.Pos, pl place)) {
 	}
 	q.ostage.At(0).WalkPos(q.C, func(x ring.Entry, p ring.Pos) { f(x, TierOverflow, p, inOstage) })
 	q.overflow.Ascend(func(x ring.Entry) bool {
-		if q.dead == 0 || q.resident(x.Val, x.Seq) { // else a tombstone
+		if !q.isTombstone(x) {
 			f(x, TierOverflow, 0, inTree)
 		}
 		return true
