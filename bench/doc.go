@@ -27,6 +27,10 @@
 //     ns/timer is per delivered timer.
 //   - BenchmarkPendingBytes: live heap per pending timer (B/timer) with 1M
 //     timers, empty payloads, 10,000 actors, heights a third in each tier.
+//   - BenchmarkMemory: one load from a random cache line whose address the
+//     load before it gave, over 16 MiB (the id index at 1M pending) and
+//     64 MiB (the records): the machine's floor under the rows at 1M, as
+//     the Keccak is Schedule's.
 //
 // alloc_test.go checks, in a few milliseconds, that Schedule, Cancel and
 // end of block allocate nothing in steady state; it runs with go test.

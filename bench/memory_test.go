@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/timerlane/timerlane/internal/hugepage"
+)
+
+// BenchmarkMemory is the floor of the engine rows at 1M pending, as
+// BenchmarkKeccak is Schedule's: one op is one load from a random cache
+// line of an array of the size named, whose address comes from the load
+// before it, so no two overlap. At a million pending timers the id index
+// spans 16 MiB and the records 64 MiB (BenchmarkPendingBytes reports
+// both, as index-B/timer and arena-B/timer): Cancel reads the id's slot,
+// then the record it names, one after the other; Schedule reads the slot
+// only once the Keccak has produced the id. The arrays take the same
+// huge-page hint as the engine's.
+func BenchmarkMemory(b *testing.B) {
+	for _, mib := range []int{16, 64} {
+		b.Run(fmt.Sprintf("chase=%dMiB", mib), func(b *testing.B) {
+			next := chain(mib << 20)
+			b.ReportAllocs()
+			var p uint32
+			for b.Loop() {
+				p = next[p]
+			}
+			sink += uint64(p)
+		})
+	}
+}
+
+// lineWords is the number of uint32 words in a 64-byte cache line.
+const lineWords = 16
+
+// chain returns an array of size bytes in which the first word of each
+// cache line holds the word index of the next line of one random cycle
+// through all of them (Sattolo's algorithm: a single cycle, so a chase
+// never settles in a short loop that the cache would hold).
+func chain(size int) []uint32 {
+	next := make([]uint32, size/4)
+	hugepage.Advise(next)
+	lines := len(next) / lineWords
+	order := make([]uint32, lines)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := lines - 1; i > 0; i-- {
+		j := r.IntN(i)
+		order[i], order[j] = order[j], order[i]
+	}
+	for i, l := range order {
+		next[int(l)*lineWords] = order[(i+1)%lines] * lineWords
+	}
+	return next
+}
+
+// TestChainIsOneCycle checks that a chase visits every line once before
+// it returns to the first.
+func TestChainIsOneCycle(t *testing.T) {
+	next := chain(1 << 16)
+	lines := len(next) / lineWords
+	seen := make([]bool, lines)
+	p := uint32(0)
+	for k := range lines {
+		if p%lineWords != 0 || seen[p/lineWords] {
+			t.Fatalf("step %d: word %d (a line start not yet seen expected)", k, p)
+		}
+		seen[p/lineWords] = true
+		p = next[p]
+	}
+	if p != 0 {
+		t.Fatalf("after %d steps at word %d, want back at 0", lines, p)
+	}
+}
