@@ -231,7 +231,7 @@ func (e *Engine) checkConsistent(t testing.TB) {
 	}
 	n := 0
 	perActor := map[uint32]uint32{}
-	for _, s := range e.ids.slots {
+	for _, s := range e.ids.all() {
 		if s == 0 {
 			continue
 		}
@@ -280,7 +280,7 @@ func (e *Engine) checkConsistent(t testing.TB) {
 	require.Equal(t, n+held, int(e.nrecs)-1-len(e.free), "records in use")
 	// Every fee entry is a pending or held record's, or free, once.
 	fees := map[uint32]bool{}
-	for _, s := range e.ids.slots {
+	for _, s := range e.ids.all() {
 		if s != 0 && e.recs.At(uint32(s)).fee != 0 {
 			fees[e.recs.At(uint32(s)).fee] = true
 		}

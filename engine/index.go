@@ -17,15 +17,29 @@ import (
 // empty. The bucket of a slot is derived from its tag, so deletion can move
 // entries back without reading ids. At most half the slots are used.
 //
+// The index grows by doubling, a little at a time: while it grows, the
+// table it grows from stays as old, lookups probe both, inserts go to the
+// new one only, and every insert moves at least growStep slots of old (see
+// moveSome). A doubling moved in one go would pause the call that made it
+// for as long as a rehash of every id (BenchmarkGrowth measures it).
+//
 // The hash is keyed with a per-engine random seed so that nobody can grind
 // ids into one probe run. The seed affects speed only: the index is never
-// iterated, so nothing observable depends on it.
+// iterated in an order that shows, so nothing observable depends on it.
 type idIndex struct {
 	slots []uint64
 	mask  uint64
-	n     int
-	seed  [2]uint64
-	idOf  func(rec uint32) *TimerID
+	n     int // ids, in slots and old
+
+	// While growing: the table being moved into slots, the next of its
+	// slots to move, and the empty slot the move started from, where it
+	// ends. nil when not growing.
+	old           []uint64
+	oldMask       uint64
+	cur, moveStop uint64
+
+	seed [2]uint64
+	idOf func(rec uint32) *TimerID
 }
 
 func newIDIndex(idOf func(uint32) *TimerID) idIndex {
@@ -41,38 +55,80 @@ func (x *idIndex) tag(id *TimerID) uint64 {
 	return t
 }
 
-// find returns the slot position holding id, or the empty position where it
-// would go, and whether it was found.
-func (x *idIndex) find(id *TimerID, tag uint64) (uint64, bool) {
-	for p := tag & x.mask; ; p = (p + 1) & x.mask {
-		s := x.slots[p]
+// slot is where a lookup found an id, or where it would go: position p
+// of the table that inserts go to, or of old when inOld.
+type slot struct {
+	p, tag uint64
+	inOld  bool
+}
+
+// find returns the slot holding id, or the empty slot where it would go,
+// and whether it was found.
+func (x *idIndex) find(id *TimerID, tag uint64) (slot, bool) {
+	if x.old != nil {
+		if p, ok := probe(x.old, x.oldMask, tag, id, x.idOf); ok {
+			return slot{p: p, tag: tag, inOld: true}, true
+		}
+	}
+	p, ok := probe(x.slots, x.mask, tag, id, x.idOf)
+	return slot{p: p, tag: tag}, ok
+}
+
+// probe looks for id in table t from its home slot: the slot holding it,
+// or the first empty one.
+func probe(t []uint64, mask, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uint64, bool) {
+	for p := tag & mask; ; p = (p + 1) & mask {
+		s := t[p]
 		if s == 0 {
 			return p, false
 		}
-		if s>>32 == tag && *x.idOf(uint32(s)) == *id {
+		if s>>32 == tag && *idOf(uint32(s)) == *id {
 			return p, true
 		}
 	}
 }
 
+// table is the table that holds s.
+func (x *idIndex) table(s slot) ([]uint64, uint64) {
+	if s.inOld {
+		return x.old, x.oldMask
+	}
+	return x.slots, x.mask
+}
+
 // prefetch starts loading the first slot a probe for tag reads.
-func (x *idIndex) prefetch(tag uint64) { prefetch.Line(unsafe.Pointer(&x.slots[tag&x.mask])) }
+func (x *idIndex) prefetch(tag uint64) {
+	if x.old != nil {
+		x.prefetchOld(tag, false)
+	}
+	prefetch.Line(unsafe.Pointer(&x.slots[tag&x.mask]))
+}
 
 // prefetchRun starts loading the line of the first slot a probe for tag
 // reads and the line after it: a deletion reads on to the end of the
 // run, which at the index's higher loads often crosses into the next line.
 func (x *idIndex) prefetchRun(tag uint64) {
+	if x.old != nil {
+		x.prefetchOld(tag, true)
+	}
 	prefetch.Lines(unsafe.Pointer(&x.slots[tag&x.mask]), unsafe.Pointer(&x.slots[(tag|7+1)&x.mask]), nil, nil)
 }
 
-// slot is where a lookup found an id, or where it would go.
-type slot struct{ p, tag uint64 }
+// prefetchOld is prefetch (or prefetchRun, when run) in the table a
+// doubling moves from.
+func (x *idIndex) prefetchOld(tag uint64, run bool) {
+	var next unsafe.Pointer
+	if run {
+		next = unsafe.Pointer(&x.old[(tag|7+1)&x.oldMask])
+	}
+	prefetch.Lines(unsafe.Pointer(&x.old[tag&x.oldMask]), next, nil, nil)
+}
 
 // lookup finds id: its record and slot, or the slot where it would go.
 func (x *idIndex) lookup(id *TimerID) (slot, uint32, bool) {
-	t := x.tag(id)
-	p, ok := x.find(id, t)
-	return slot{p, t}, uint32(x.slots[p]), ok
+	s, ok := x.find(id, x.tag(id))
+	t, _ := x.table(s)
+	return s, uint32(t[s.p]), ok
 }
 
 func (x *idIndex) get(id *TimerID) (uint32, bool) {
@@ -87,14 +143,18 @@ func (x *idIndex) put(id *TimerID, rec uint32) {
 }
 
 // putAt adds id -> rec at s, from a lookup of id that found nothing, with
-// no change to the index since.
+// no change to the index since. It starts a doubling when the index would
+// be more than half full, and moves some of a doubling under way.
 func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
-	if 2*(x.n+1) > len(x.slots) {
-		x.grow()
-		s.p, _ = x.find(id, s.tag)
+	if x.old == nil && 2*(x.n+1) > len(x.slots) {
+		x.startGrow()
+		s, _ = x.find(id, s.tag)
 	}
 	x.slots[s.p] = s.tag<<32 | uint64(rec)
 	x.n++
+	if x.old != nil {
+		x.moveSome()
+	}
 }
 
 // del removes id, which must be present.
@@ -109,21 +169,35 @@ func (x *idIndex) del(id *TimerID) {
 // delRec removes the entry of record rec, whose id hashes to tag: the
 // probe compares record indices, so it reads no id.
 func (x *idIndex) delRec(tag uint64, rec uint32) {
-	slots, mask := x.slots, x.mask
+	if x.old != nil {
+		if p, ok := probeRec(x.old, x.oldMask, tag, rec); ok {
+			x.delAt(slot{p: p, tag: tag, inOld: true})
+			return
+		}
+	}
+	p, ok := probeRec(x.slots, x.mask, tag, rec)
+	if !ok {
+		panic("engine: id index lost a pending timer")
+	}
+	x.delAt(slot{p: p, tag: tag})
+}
+
+// probeRec looks for record rec in table t from tag's home slot.
+func probeRec(t []uint64, mask, tag uint64, rec uint32) (uint64, bool) {
 	p := tag & mask
-	for v := slots[p]; uint32(v) != rec; v = slots[p] {
+	for v := t[p]; uint32(v) != rec; v = t[p] {
 		if v == 0 {
-			panic("engine: id index lost a pending timer")
+			return 0, false
 		}
 		p = (p + 1) & mask
 	}
-	x.delAt(slot{p: p, tag: tag})
+	return p, true
 }
 
 // delAt removes the id at s, from a lookup that found it, with no change to
 // the index since.
 func (x *idIndex) delAt(s slot) {
-	slots, mask := x.slots, x.mask
+	slots, mask := x.table(s)
 	p := s.p
 	x.n--
 	// Backward shift: pull later entries of the run into the hole when their
@@ -142,6 +216,52 @@ func (x *idIndex) delAt(s slot) {
 		p ^= (p ^ q) & m
 	}
 	slots[p] = 0
+}
+
+// growStep is how many slots of the old table an insert moves at least
+// while the index grows. A doubling starts at half of the old table's
+// slots full, so it ends within len(old)/growStep inserts, with the new
+// table, twice the size, at most 5/16 full: never time for another.
+const growStep = 8
+
+// startGrow begins a doubling: the table becomes old, and a table of
+// twice its size takes the inserts. The move starts at an empty slot of
+// old (there is one: old is at most half full), so that no run of it is
+// ever split between moved and unmoved slots.
+func (x *idIndex) startGrow() {
+	x.old, x.oldMask = x.slots, x.mask
+	x.slots = make([]uint64, 2*len(x.old))
+	hugepage.Advise(x.slots) // probed at random: a million ids' slots span 16 MiB
+	x.mask = uint64(len(x.slots) - 1)
+	x.moveStop = 0
+	for x.old[x.moveStop] != 0 {
+		x.moveStop++
+	}
+	x.cur = x.moveStop
+}
+
+// moveSome moves the next growStep slots of old, and the rest of the run
+// it is in, into the new table: between calls, every run of old lies
+// wholly on one side of cur, so a probe of old from a home already moved
+// past meets an empty slot at once, and a deletion's backward shift never
+// carries an entry into the moved part. Old is dropped when the move has
+// gone round to where it started.
+func (x *idIndex) moveSome() {
+	for k := 0; k < growStep || x.old[x.cur] != 0; k++ {
+		if v := x.old[x.cur]; v != 0 {
+			x.old[x.cur] = 0
+			p := (v >> 32) & x.mask
+			for x.slots[p] != 0 {
+				p = (p + 1) & x.mask
+			}
+			x.slots[p] = v
+		}
+		x.cur = (x.cur + 1) & x.oldMask
+		if x.cur == x.moveStop {
+			x.old, x.oldMask = nil, 0
+			return
+		}
+	}
 }
 
 // putAll adds the ids of records recs, none of them present, in the order
@@ -170,29 +290,33 @@ func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
 	return nil
 }
 
-func (x *idIndex) grow() {
-	old := x.slots
-	x.slots = make([]uint64, 2*len(old))
-	hugepage.Advise(x.slots) // probed at random: a million ids' slots span 16 MiB
-	x.mask = uint64(len(x.slots) - 1)
-	for _, s := range old {
-		if s == 0 {
-			continue
-		}
-		p := (s >> 32) & x.mask
-		for x.slots[p] != 0 {
-			p = (p + 1) & x.mask
-		}
-		x.slots[p] = s
+// finishGrow moves what is left of a doubling under way.
+func (x *idIndex) finishGrow() {
+	for x.old != nil {
+		x.moveSome()
 	}
 }
 
-func (x *idIndex) bytes() int { return 8 * len(x.slots) }
+// each calls f with every entry of the index, in no meaningful order.
+func (x *idIndex) each(f func(entry uint64)) {
+	for _, t := range [][]uint64{x.old, x.slots} {
+		for _, s := range t {
+			if s != 0 {
+				f(s)
+			}
+		}
+	}
+}
+
+func (x *idIndex) bytes() int { return 8 * (len(x.slots) + len(x.old)) }
 
 // reserve grows the index at once to hold n ids, so that a bulk load (a
-// snapshot) does not rehash it at every doubling.
+// snapshot) does not rehash it at every doubling. It leaves no doubling
+// under way.
 func (x *idIndex) reserve(n int) {
+	x.finishGrow()
 	for 2*n > len(x.slots) {
-		x.grow()
+		x.startGrow()
+		x.finishGrow()
 	}
 }

@@ -177,3 +177,133 @@ func TestIndexAgainstMap(t *testing.T) {
 		}
 	}
 }
+
+// all returns every entry of the index, in both tables while it grows.
+func (x *idIndex) all() []uint64 {
+	var out []uint64
+	x.each(func(s uint64) { out = append(out, s) })
+	return out
+}
+
+// TestIndexGrowsInSteps: the index grows from empty to 40,000 ids through
+// inserts mixed with deletions (by id and by record) and lookups, checked
+// against a map; after every step each table keeps every entry reachable
+// from its home slot, the part of the old table already moved is empty,
+// and the new table is at most half full (at every step while the index
+// is small, at every 53rd after); no insert moves more than a
+// quarter of a table of 4,096 slots or more, and every doubling ends.
+func TestIndexGrowsInSteps(t *testing.T) {
+	const recs = 200_000           // inserts pick from these: half in at most
+	ids := make([]TimerID, recs+1) // record 0 is never used
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 1; i <= recs; i++ {
+		for j := range ids[i] {
+			ids[i][j] = byte(r.Uint32())
+		}
+	}
+	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+	in := map[uint32]bool{}
+	var present []uint32 // the records in, in no order
+	doublings, growingSteps := 0, 0
+	for step := 0; len(in) < 40_000; step++ {
+		if len(present) > 0 && r.IntN(3) == 0 { // one deletion per two inserts
+			k := r.IntN(len(present))
+			i := present[k]
+			present[k] = present[len(present)-1]
+			present = present[:len(present)-1]
+			delete(in, i)
+			if step%2 == 0 {
+				x.del(&ids[i])
+			} else {
+				x.delRec(x.tag(&ids[i]), i)
+			}
+		} else {
+			i := 1 + uint32(r.IntN(recs))
+			if in[i] {
+				continue
+			}
+			growing, cur, oldLen := x.old != nil, x.cur, len(x.old)
+			slotsBefore := len(x.slots)
+			x.put(&ids[i], i)
+			in[i], present = true, append(present, i)
+			switch {
+			case len(x.slots) != slotsBefore:
+				doublings++
+				if x.old == nil && slotsBefore >= 4096 {
+					t.Fatalf("step %d: a doubling of %d slots ended in the insert that began it", step, slotsBefore)
+				}
+			case growing && x.old != nil:
+				if moved := (x.cur - cur) & uint64(oldLen-1); oldLen >= 4096 && int(moved) > oldLen/4 {
+					t.Fatalf("step %d: one insert moved %d of %d old slots", step, moved, oldLen)
+				}
+			}
+			if x.old != nil {
+				growingSteps++
+			}
+		}
+		if len(x.slots) <= 8192 || step%53 == 0 { // a check reads every slot
+			checkIndex(t, &x, step)
+		}
+		if x.n != len(in) {
+			t.Fatalf("step %d: %d ids, want %d", step, x.n, len(in))
+		}
+		if step%211 == 0 {
+			for k := uint32(1); k <= recs; k += 7 {
+				got, ok := x.get(&ids[k])
+				if ok != in[k] || ok && got != k {
+					t.Fatalf("step %d: record %d found at %d, %v; present %v", step, k, got, ok, in[k])
+				}
+			}
+		}
+	}
+	x.finishGrow()
+	checkIndex(t, &x, -1)
+	for k := uint32(1); k <= recs; k++ {
+		if got, ok := x.get(&ids[k]); ok != in[k] || ok && got != k {
+			t.Fatalf("at the end: record %d found at %d, %v; present %v", k, got, ok, in[k])
+		}
+	}
+	// 1,024 slots to 131,072 for 40,000 ids: seven doublings, each spread
+	// over many inserts.
+	if doublings != 7 || growingSteps < 10_000 {
+		t.Fatalf("%d doublings over %d inserts made while growing; want 7, over at least 10,000", doublings, growingSteps)
+	}
+}
+
+// checkIndex checks the index's tables: every entry lies in an unbroken
+// run from its home slot, the moved part of a table being grown from is
+// empty, the table that takes inserts is at most half full, and n counts
+// the entries of both.
+func checkIndex(t *testing.T, x *idIndex, step int) {
+	t.Helper()
+	reachable := func(tab []uint64, mask uint64, name string) int {
+		n := 0
+		for p, v := range tab {
+			if v == 0 {
+				continue
+			}
+			n++
+			for q := (v >> 32) & mask; q != uint64(p); q = (q + 1) & mask {
+				if tab[q] == 0 {
+					t.Fatalf("step %d: %s slot %d is cut off from its home %d by an empty slot %d", step, name, p, (v>>32)&mask, q)
+				}
+			}
+		}
+		return n
+	}
+	n := reachable(x.slots, x.mask, "new")
+	if 2*n > len(x.slots) {
+		t.Fatalf("step %d: %d ids in %d slots", step, n, len(x.slots))
+	}
+	if x.old != nil {
+		n += reachable(x.old, x.oldMask, "old")
+		for p := x.moveStop; p != x.cur; p = (p + 1) & x.oldMask {
+			if x.old[p] != 0 {
+				t.Fatalf("step %d: old slot %d, moved past (from %d to %d), holds an id", step, p, x.moveStop, x.cur)
+			}
+		}
+	}
+	if n != x.n {
+		t.Fatalf("step %d: %d entries, n says %d", step, n, x.n)
+	}
+}

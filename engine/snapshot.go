@@ -117,11 +117,9 @@ func (e *Engine) pendingBySeq() []uint32 {
 	// the records would miss the cache at every step, and a million
 	// sequences differ in their low three bytes only.
 	pairs := make([]radix.Item, 0, e.pending)
-	for _, s := range e.ids.slots {
-		if s != 0 {
-			pairs = append(pairs, radix.Item{Key: e.recs.At(uint32(s)).seq, Pos: uint32(s)})
-		}
-	}
+	e.ids.each(func(s uint64) {
+		pairs = append(pairs, radix.Item{Key: e.recs.At(uint32(s)).seq, Pos: uint32(s)})
+	})
 	pairs, _ = radix.Sort(pairs, nil, radix.Diff(pairs))
 	out := make([]uint32, len(pairs))
 	for k, p := range pairs {

@@ -135,7 +135,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	i := e.newRec(&out.ID, height, e.seq, rt.handler, rt.body)
 	e.place(i) // height is in the future: the queue
 	var dup bool
-	if at.p, dup = e.ids.find(&out.ID, at.tag); dup {
+	if at, dup = e.ids.find(&out.ID, at.tag); dup {
 		e.unqueue(i, false)
 		e.dropNewRec(i)
 		return out, ErrDuplicateTimer

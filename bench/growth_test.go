@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+// BenchmarkGrowth measures the pauses of an engine that grows: one op
+// schedules 1,100,000 timers into a new engine, 1,000 per actor and
+// transaction, at heights spread over 100,000 blocks, timing each
+// Schedule call. max-ms is the longest call; slow-calls counts those over
+// 1 ms; doubling-ms is the longest of the 16 calls from the one in which
+// the id index doubles from 2^21 to 2^22 slots. The arenas take new
+// blocks on the way, whose memory, touched first, can take the kernel
+// milliseconds to map (a virtual machine's host maps its pages then).
+// Run it with -benchtime 1x: one op is about two seconds.
+func BenchmarkGrowth(b *testing.B) {
+	const timers, perActor = 1_100_000, 1_000
+	// The id index doubles from 2^21 to 2^22 slots in the call that
+	// makes the 1,048,577th timer pending (it holds at most half).
+	const doublingAt = 1 << 20
+	var longest, doubling time.Duration
+	var slow int
+	d := make([]time.Duration, 0, timers)
+	b.ReportAllocs()
+	for b.Loop() {
+		e := newEngineDepth(b, 0)
+		if err := e.BeginBlock(1); err != nil {
+			b.Fatal(err)
+		}
+		d = d[:0]
+		var a engine.Address
+		var tx engine.Tx
+		for k := range timers {
+			if k%perActor == 0 {
+				if k > 0 {
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				binary.BigEndian.PutUint32(a[16:], uint32(k/perActor))
+				var err error
+				if tx, err = e.Begin(a, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tx.SetNonce(uint64(k))
+			t := time.Now()
+			_, _, err := tx.Schedule(2+uint64(k%100_000), nil)
+			d = append(d, time.Since(t))
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		longest, doubling = slices.Max(d), slices.Max(d[doublingAt:doublingAt+16])
+		slow = 0
+		for _, x := range d {
+			if x > time.Millisecond {
+				slow++
+			}
+		}
+	}
+	b.ReportMetric(float64(longest.Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(doubling.Microseconds())/1000, "doubling-ms")
+	b.ReportMetric(float64(slow), "slow-calls")
+}
