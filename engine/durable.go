@@ -283,7 +283,13 @@ func (e *Engine) applyRecord(body []byte) error {
 	if !ok || sched == nil {
 		return bad("truncated scheduler state")
 	}
-	e.beginHist(e.height+1, height)
+	from := e.height + 1
+	if !e.started {
+		// The log does not say whether empty blocks ran before the first
+		// block it holds (SkipEmpty from a new engine): none to go back to.
+		from = height
+	}
+	e.beginHist(from, height)
 	e.q.Advance(height)
 	nUps, ok := u32()
 	if !ok {

@@ -133,9 +133,6 @@ func (e *Engine) beginHist(from, to uint64) {
 		return
 	}
 	b := histBlock{from: from, to: to, first: !e.started, ops: h.ops.end(), taken: h.taken.end(), expired: h.expired.end(), sched: h.sched.end()}
-	if b.first {
-		b.from = to // no block before the first: there is nothing to skip back to
-	}
 	if e.dur != nil {
 		b.records = e.dur.rec
 	} else {

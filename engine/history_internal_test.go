@@ -218,6 +218,23 @@ func TestRollbackErrors(t *testing.T) {
 		require.NoError(t, f.Commit())
 	}
 	require.ErrorIs(t, f.Rollback(2), ErrRollbackTooDeep)
+
+	// SkipEmpty from a new engine runs blocks 1..to: they are its first
+	// blocks, and a rollback may go to any of them.
+	for _, pol := range []Policy{PolicyFIFO, PolicyLane} {
+		g, err := New(rollbackConfig(pol, [3]uint64{16, 8, 3}, 4))
+		require.NoError(t, err)
+		_, err = g.SkipEmpty(3)
+		require.NoError(t, err)
+		require.ErrorIs(t, g.Rollback(0), ErrBadHeight, "before the first block")
+		require.NoError(t, g.Rollback(1))
+		require.Equal(t, uint64(1), g.Height())
+		ref, err := New(rollbackConfig(pol, [3]uint64{16, 8, 3}, 4))
+		require.NoError(t, err)
+		_, err = ref.SkipEmpty(1)
+		require.NoError(t, err)
+		require.Equal(t, ref.Root(), g.Root(), "policy %v: the root of block 1", pol)
+	}
 }
 
 // checkConsistent checks that the id index, the queue and the deferred

@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\n")
+		fmt.Fprint(stderr, "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE - reads standard input. Exit status: 0 done; 2 a bad trace or TRACE\n(one line on stderr); 1 any other failure.\n")
 		return 2
 	}
 	var in io.Reader = os.Stdin
@@ -78,6 +78,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			fmt.Fprintf(stderr, "timerlane replay: %s is a directory, not a trace\n", args[0])
+			return 2
+		}
 		in = f
 	}
 	if err := replay.Run(in, stdout); err != nil {

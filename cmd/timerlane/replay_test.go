@@ -53,7 +53,10 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"bad layout", `{"op":"config","ring_size":3}`, "line 1: config: timerlane: invalid config: ring_size 3"},
 		{"rollback before any block", `{"op":"rollback","to":1}`, "line 1: rollback to 1: no block has been committed"},
 		{"rollback inside a block", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"rollback","to":1}`, "line 2: rollback inside open block 1"},
-		{"rollback forward", "{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n" + `{"op":"rollback","to":1}`, "line 3: rollback to 1: not below the current height 1"},
+		{"rollback forward", "{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n" + `{"op":"rollback","to":2}`, "line 3: rollback to 2: above the current height 1"},
+		{"invalid UTF-8", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"label":"` + "\xff" + `"}]}`, "line 2: not valid UTF-8"},
+		{"invalid UTF-8 in a comment", "# caf\xe9\n{\"op\":\"block\",\"height\":1}", "line 1: not valid UTF-8"},
+		{"whitespace JSON does not have", "\u00a0{\"op\":\"block\",\"height\":1}", "line 1: not JSON"},
 		{"rollback too deep", "{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":300}\n" + `{"op":"rollback","to":2}`, "line 4: rollback to 2: more than 256 blocks below the current height 300"},
 		{"rollback below the first block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}\n" + `{"op":"rollback","to":3}`, "line 4: rollback to 3: block 3 was never committed"},
 		{"epoch longer than ring", `{"op":"config","ring_size":4,"epoch_length":8}`, "epoch_length 8"},
@@ -67,6 +70,8 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"advance backwards", "{\"op\":\"advance\",\"to\":5}\n{\"op\":\"advance\",\"to\":5}", "line 2: advance to 5: not above the current height 5"},
 		{"advance inside block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"advance\",\"to\":9}", "line 2: advance inside open block 5"},
 		{"label never bound", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"nope"}]}`, `line 2: calls[0]: label "nope" was never bound`},
+		{"label never bound in a handler script", `{"op":"handler","actor":` + a + `,"handler":"handle_timer","calls":[{"call":"cancel","timer":"nope"}]}` + "\n{\"op\":\"block\",\"height\":1}\n" + sched + "\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}",
+			`line 5: in block 2, the script of handler "handle_timer" of actor 0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa (line 1): calls[0]: label "nope" was never bound`},
 		{"both ids", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"x","timer_id":"0x00"}]}`, "give timer_id or timer, not both"},
 		{"lane cap above the lane", `{"op":"config","policy":"lane","max_cycles_per_fire_auction_phase":3000000}`, "line 1: config: timerlane: invalid config: max_cycles_per_fire_auction_phase 3000000: must be in [1, lane_timer_cycles 2000000]"},
 		{"update of the layout", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"ring_size":4}}`, "line 3: config.ring_size: update_config cannot change it"},
@@ -98,6 +103,9 @@ func TestReplayUsage(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"replay", filepath.Join(t.TempDir(), "missing")}, &out, &errb))
 	require.Contains(t, errb.String(), "no such file")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"replay", t.TempDir()}, &out, &errb))
+	require.Contains(t, errb.String(), "is a directory, not a trace")
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"frobnicate"}, &out, &errb))
 	require.Contains(t, errb.String(), `unknown command "frobnicate"`)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/timerlane/timerlane/engine"
@@ -17,6 +18,7 @@ import (
 var ErrUnsupported = errors.New("not supported yet")
 
 type script struct {
+	line          int // the handler op's
 	cycles, cells uint64
 	revert        bool
 	calls         []trace.Call
@@ -133,7 +135,7 @@ func (rn *runner) run(op *trace.Op) error {
 	case "system":
 		return rn.system(op.System)
 	case "handler":
-		rn.scripts[scriptKey{op.Actor, op.Handler}] = &script{cycles: op.Cycles, cells: op.Cells, revert: op.Revert, calls: op.Calls}
+		rn.scripts[scriptKey{op.Actor, op.Handler}] = &script{line: op.Line, cycles: op.Cycles, cells: op.Cells, revert: op.Revert, calls: op.Calls}
 		return nil
 	case "block":
 		if err := rn.block(op.Height); err != nil {
@@ -408,6 +410,11 @@ func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error
 	tx.SetNonce(rn.nonces[d.Actor])
 	from := d.TimerID
 	if err := rn.calls(tx, s.calls, &from); err != nil && rn.failure == nil {
+		// Reported at the op that ended the block; it names the script.
+		var te *trace.Error
+		if errors.As(err, &te) {
+			te.Msg = fmt.Sprintf("in block %d, the script of handler %q of actor %s (line %d): %s", d.Block, d.Handler, d.Actor, s.line, te.Msg)
+		}
 		rn.failure = err
 	}
 	u := engine.Usage{Cycles: s.cycles, Cells: s.cells}

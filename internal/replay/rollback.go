@@ -48,8 +48,8 @@ func (rn *runner) rollback(to uint64) error {
 	}
 	cur := rn.eng.Height()
 	switch {
-	case to >= cur:
-		return rn.fail("rollback to %d: not below the current height %d", to, cur)
+	case to > cur:
+		return rn.fail("rollback to %d: above the current height %d", to, cur)
 	case cur-to > RollbackDepth:
 		return rn.fail("rollback to %d: more than %d blocks below the current height %d", to, RollbackDepth, cur)
 	}

@@ -45,11 +45,11 @@ func randomTrace(r *rand.Rand, lane bool) string {
 	h, labels, nonce := uint64(0), 0, 0
 	for range 60 {
 		switch k := r.IntN(10); {
-		case k == 0 && h > 0:
+		case k == 0: // also before the first block, which then starts at 1
 			h += 1 + r.Uint64N(5)
 			line(`{"op":"advance","to":%d}`, h)
 		case k == 1 && h > 2:
-			to := h - 1 - r.Uint64N(min(h-1, 6))
+			to := h - r.Uint64N(min(h-1, 7)) // to == h changes nothing
 			line(`{"op":"rollback","to":%d}`, to)
 			h = to
 		default:
@@ -72,4 +72,39 @@ func randomTrace(r *rand.Rand, lane bool) string {
 		}
 	}
 	return b.String()
+}
+
+// TestRollbackIntoALeadingAdvance: an advance before any block runs the
+// empty blocks from height 1, so a rollback may go to any of them, under
+// both policies, and the chain goes on from there as if it had advanced
+// only that far. A rollback to the current height changes nothing and
+// prints the root of the current block.
+func TestRollbackIntoALeadingAdvance(t *testing.T) {
+	for _, config := range []string{"", `{"op":"config","policy":"lane"}` + "\n"} {
+		for to := uint64(1); to <= 3; to++ {
+			rolled := config + "{\"op\":\"advance\",\"to\":3}\n" + fmt.Sprintf(`{"op":"rollback","to":%d}`, to) +
+				fmt.Sprintf("\n{\"op\":\"block\",\"height\":%d}\n{\"op\":\"end\"}\n", to+1)
+			direct := config + fmt.Sprintf("{\"op\":\"advance\",\"to\":%d}\n{\"op\":\"block\",\"height\":%d}\n{\"op\":\"end\"}\n", to, to+1)
+			var a, b strings.Builder
+			if err := Run(strings.NewReader(rolled), &a); err != nil {
+				t.Fatalf("%q: %v", rolled, err)
+			}
+			if err := Run(strings.NewReader(direct), &b); err != nil {
+				t.Fatalf("%q: %v", direct, err)
+			}
+			lines := strings.SplitAfter(a.String(), "\n")
+			if len(lines) != 3 || !strings.HasPrefix(lines[0], fmt.Sprintf(`{"ev":"rollback","height":%d,`, to)) || lines[1] != b.String() {
+				t.Fatalf("%q printed\n%s; want a rollback line, then\n%s", rolled, a.String(), b.String())
+			}
+		}
+	}
+	var out strings.Builder
+	if err := Run(strings.NewReader("{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n{\"op\":\"rollback\",\"to\":1}\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	root := lines[0][strings.Index(lines[0], `"root"`):]
+	if len(lines) != 3 || lines[1] != `{"ev":"rollback","height":1,"to":1,"pending":0,`+root {
+		t.Fatalf("rollback to the current height printed\n%s", out.String())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Address is a 20-byte account or actor address.
@@ -151,7 +152,12 @@ func (t *Reader) Next() (*Op, error) {
 			return nil, fmt.Errorf("reading trace: %w", err)
 		}
 		t.line++
-		s := strings.TrimSpace(string(b))
+		if !utf8.Valid(b) {
+			return nil, &Error{Line: t.line, Msg: "not valid UTF-8"}
+		}
+		// JSON's whitespace only: any other character opens a line that is
+		// not JSON, and that is an error, not something to skip.
+		s := strings.Trim(string(b), " \t\r\n")
 		if s == "" || s[0] == '#' {
 			continue
 		}
