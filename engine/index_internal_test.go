@@ -14,13 +14,7 @@ import (
 // that comes twice.
 func TestPutAll(t *testing.T) {
 	for _, tc := range []struct{ before, bulk int }{{0, 0}, {0, 1}, {0, 5000}, {300, 5000}, {4000, 10}} {
-		ids := make([]TimerID, 1+tc.before+tc.bulk) // record 0 is never used
-		r := rand.New(rand.NewPCG(uint64(tc.before), uint64(tc.bulk)))
-		for i := 1; i < len(ids); i++ {
-			for j := range ids[i] {
-				ids[i][j] = byte(r.Uint32())
-			}
-		}
+		ids := randomIDs(tc.before+tc.bulk, rand.New(rand.NewPCG(uint64(tc.before), uint64(tc.bulk))))
 		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
 		for i := 1; i <= tc.before; i++ {
 			x.put(&ids[i], uint32(i))
@@ -131,13 +125,8 @@ func TestDuplicateGivesBackItsRecord(t *testing.T) {
 // the backward-shift deletion must keep.
 func TestIndexAgainstMap(t *testing.T) {
 	const recs = 3000
-	ids := make([]TimerID, recs+1) // record 0 is never used
 	r := rand.New(rand.NewPCG(3, 4))
-	for i := 1; i <= recs; i++ {
-		for j := range ids[i] {
-			ids[i][j] = byte(r.Uint32())
-		}
-	}
+	ids := randomIDs(recs, r)
 	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
 	in := map[uint32]bool{}
 	for step := range 40_000 {
@@ -193,14 +182,9 @@ func (x *idIndex) all() []uint64 {
 // is small, at every 53rd after); no insert moves more than a
 // quarter of a table of 4,096 slots or more, and every doubling ends.
 func TestIndexGrowsInSteps(t *testing.T) {
-	const recs = 200_000           // inserts pick from these: half in at most
-	ids := make([]TimerID, recs+1) // record 0 is never used
+	const recs = 200_000 // inserts pick from these: half in at most
 	r := rand.New(rand.NewPCG(5, 6))
-	for i := 1; i <= recs; i++ {
-		for j := range ids[i] {
-			ids[i][j] = byte(r.Uint32())
-		}
-	}
+	ids := randomIDs(recs, r)
 	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
 	in := map[uint32]bool{}
 	var present []uint32 // the records in, in no order
@@ -306,4 +290,15 @@ func checkIndex(t *testing.T, x *idIndex, step int) {
 	if n != x.n {
 		t.Fatalf("step %d: %d entries, n says %d", step, n, x.n)
 	}
+}
+
+// randomIDs returns ids for records 1..n from r; record 0 is never used.
+func randomIDs(n int, r *rand.Rand) []TimerID {
+	ids := make([]TimerID, n+1)
+	for i := 1; i <= n; i++ {
+		for j := range ids[i] {
+			ids[i][j] = byte(r.Uint32())
+		}
+	}
+	return ids
 }
