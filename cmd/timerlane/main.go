@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input. Exit status: 0 done; 2 a bad trace, or a TRACE that cannot\nbe opened (one line on stderr); 1 any other failure (I/O).\n")
+		fmt.Fprint(stderr, "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n")
 		return 2
 	}
 	var in io.Reader = os.Stdin
