@@ -1010,22 +1010,24 @@ func selectAmount(xs []Amount, k int) {
 	slices.SortFunc(xs[lo:hi], Amount.Cmp)
 }
 
-// nextBasefee is CIP-1 §5 in integers: with target T = lane/2 and used
-// cycles u, the basefee moves by basefee × clip((u − T)/T, −1/8, +1/8),
-// rounded down, rising by at least 1 when u > T (so a basefee of 0..7 can
-// still rise) and never below the floor.
+// nextBasefee is CIP-1 §5 in integers: with lane budget L and used cycles
+// u (utilisation u/L, target 1/2), the basefee moves by
+// basefee × clip((2u − L)/L, −1/8, +1/8), rounded down, rising by at least
+// 1 when 2u > L (so a basefee of 0..7 can still rise) and never below the
+// floor. L is at most 2^60, so 8L and 8|2u − L| fit in 64 bits.
 func nextBasefee(b Amount, used uint64, p *LaneParams) Amount {
-	t := p.LaneTimerCycles / 2
+	l := p.LaneTimerCycles
+	u2 := 2 * min(used, l) // a block uses at most its lane
 	var next Amount
 	switch {
-	case used > t:
-		d, _ := u128.MulDiv64(b, min(8*(used-t), t), 8*t)
+	case u2 > l:
+		d, _ := u128.MulDiv64(b, min(8*(u2-l), l), 8*l)
 		if d.IsZero() {
 			d = Amount{Lo: 1}
 		}
 		next = u128.SatAdd(b, d)
-	case used < t:
-		d, _ := u128.MulDiv64(b, min(8*(t-used), t), 8*t)
+	case u2 < l:
+		d, _ := u128.MulDiv64(b, min(8*(l-u2), l), 8*l)
 		next = b.Sub(d)
 	default:
 		next = b
