@@ -356,7 +356,9 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 				ev.hex("timer_id", res.ID[:])
 			}
 			ev.uint("cycles", cost.Cycles).uint("cells", cost.Cells)
-			if res.Clamped {
+			// Below activation_height the policy is fifo and the lane
+			// fields are absent (FORMAT.md), though the clamp applies.
+			if res.Clamped && h >= rn.cfg.ActivationHeight {
 				ev.amount("stated_priority_fee", res.StatedPriorityFee).amount("clamped_priority_fee", res.ClampedPriorityFee)
 			}
 		}
