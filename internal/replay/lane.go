@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/trace"
@@ -159,14 +161,43 @@ func fees(f *trace.Fee) (*engine.Fees, error) {
 	return &out, nil
 }
 
-// Collected prints a gc event (engine.LaneObserver).
+// Collected prints a gc event (engine.LaneObserver). A system cancel's
+// waits for the end of its block: FORMAT.md puts a block's gc events
+// first in its end, in ascending timer_id order, and a system op has no
+// event of its own to print it at.
 func (rn *runner) Collected(id engine.TimerID, why engine.GCReason) {
-	rn.ev.begin("gc", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
 	rn.events++
+	if !rn.ending {
+		i, _ := slices.BinarySearchFunc(rn.sysGC, id, cmpID)
+		rn.sysGC = slices.Insert(rn.sysGC, i, id)
+		return
+	}
+	rn.printSysGC(&id)
+	rn.printGC(id, why)
 }
+
+// printSysGC prints the block's system cancels that come before id in
+// the gc section (all of them when id is nil).
+func (rn *runner) printSysGC(id *engine.TimerID) {
+	n := len(rn.sysGC)
+	if id != nil {
+		n, _ = slices.BinarySearchFunc(rn.sysGC, *id, cmpID)
+	}
+	for _, x := range rn.sysGC[:n] {
+		rn.printGC(x, engine.SystemCancel)
+	}
+	rn.sysGC = rn.sysGC[n:]
+}
+
+func (rn *runner) printGC(id engine.TimerID, why engine.GCReason) {
+	rn.ev.begin("gc", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
+}
+
+func cmpID(a, b engine.TimerID) int { return bytes.Compare(a[:], b[:]) }
 
 // Deferred prints a defer event (engine.LaneObserver).
 func (rn *runner) Deferred(id engine.TimerID, why engine.DeferReason) {
+	rn.printSysGC(nil)
 	rn.ev.begin("defer", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
 	rn.events++
 }

@@ -49,6 +49,8 @@ type runner struct {
 	labelLog   []engine.TimerID // every label resolution of the chain, in order
 	labelPos   int              // while replaying: the next one to reuse
 	replaying  bool             // a rollback runs the chain again
+	ending     bool             // the open block's end of block runs
+	sysGC      []engine.TimerID // the open block's system cancels, not yet printed
 }
 
 // system is the sender of the trace's system ops: the one system deployer
@@ -228,7 +230,9 @@ func (rn *runner) block(h uint64) error {
 }
 
 func (rn *runner) end(always bool) error {
+	rn.ending = true
 	res, err := rn.eng.EndBlock(rn)
+	rn.ending = false
 	if err == nil {
 		err = rn.eng.Commit()
 	}
@@ -239,6 +243,7 @@ func (rn *runner) end(always bool) error {
 		return rn.failure
 	}
 	rn.inBlock = false
+	rn.printSysGC(nil)
 	if always || rn.events > 0 || res.Fired > 0 {
 		ev := rn.ev.begin("block", res.Height).int("fired", res.Fired).int("deferred", res.Deferred).int("gc", res.GC).int("pending", res.Pending)
 		if res.Lane != nil {
@@ -433,6 +438,7 @@ var errScriptRevert = errors.New("handler script reverts")
 func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 	rn.callsW.Flush()
 	rn.ev.w = rn.out
+	rn.printSysGC(nil)
 	ev := rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
 		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
 		uint("cells_limit", d.CellsLimit).hex("origin", d.Origin[:]).raw("sender", d.Sender.String())

@@ -90,7 +90,7 @@ func (rn *runner) rollback(to uint64) error {
 	rn.eng, rn.cfg = nil, replayConfig()
 	rn.scripts, rn.nonces = map[scriptKey]*script{}, map[engine.Address]uint64{}
 	rn.inBlock, rn.began, rn.events, rn.failure, rn.lane = false, false, 0, nil, false
-	rn.history, rn.replaying, rn.labelPos = nil, true, 0
+	rn.history, rn.replaying, rn.labelPos, rn.sysGC = nil, true, 0, nil
 	for _, op := range kept {
 		rn.line = op.Line
 		if err := rn.run(op); err != nil {
