@@ -351,6 +351,34 @@ func (e *Engine) available(c *cand) Amount {
 	return s.led.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
 }
 
+// notSelected decides the fate of c, whose max_cost is cost, when the lane
+// has no room left for it: it is judged on its payer's balance alone, as
+// CIP-1 §3 step 4 judges every due timer, not on what the timers selected
+// above it reserved, since it does not run in this block. Collected
+// insufficient_funds when the balance does not cover cost, else deferred
+// lane_full.
+func (e *Engine) notSelected(c *cand, cost Amount, gcs *[]gcCand) {
+	if e.balance(c).Cmp(cost) < 0 {
+		*gcs = append(*gcs, gcCand{c.rec, InsufficientFunds})
+		return
+	}
+	e.setReason(c.rec, LaneFull)
+}
+
+// balance is c's payer's balance before this block's selection reserved
+// any of it.
+func (e *Engine) balance(c *cand) Amount {
+	s := &e.lane
+	if i := c.payerIdx; i != 0 && s.accts != nil {
+		e.available(c) // looks the payer's account up, once per block
+		if n := s.avail[i].acct; n != 0 {
+			return s.accts.BalanceOf(n - 1)
+		}
+		return Amount{}
+	}
+	return s.led.Balance(*e.candPayer(c))
+}
+
 // reserve takes c's max_cost, cost, from a payer that is not an actor (the
 // walk updates an actor's entry in avail itself).
 func (e *Engine) reserve(c *cand, cost Amount) {
@@ -686,9 +714,14 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			next++
 		}
 		c := &cands[k]
-		var cost Amount
-		if c.covered() {
-			cost = s.maxCost(c)
+		if !c.covered() {
+			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
+			continue
+		}
+		cost := s.maxCost(c)
+		if budget+c.gas > p.LaneTimerCycles {
+			e.notSelected(c, cost, &gcs)
+			continue
 		}
 		// The funds, as available gives them, without a call once the
 		// payer has an entry.
@@ -696,12 +729,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if c.payerIdx == 0 || s.avail[c.payerIdx].gen != s.gen {
 			avail = e.available(c)
 		}
-		if !c.covered() || avail.Cmp(cost) < 0 {
+		if avail.Cmp(cost) < 0 {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
-			continue
-		}
-		if budget+c.gas > p.LaneTimerCycles {
-			e.setReason(c.rec, LaneFull)
 			continue
 		}
 		budget += c.gas
@@ -717,11 +746,11 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if useHeap {
 			c = &cands[keys[j].k]
 		}
-		if !c.covered() || e.available(c).Cmp(s.maxCost(c)) < 0 {
+		if !c.covered() {
 			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
 			continue
 		}
-		e.setReason(c.rec, LaneFull)
+		e.notSelected(c, s.maxCost(c), &gcs)
 	}
 	s.keys = keys[:0]
 
