@@ -237,6 +237,17 @@ func (e *Engine) Basefee() Amount { return e.lane.basefee }
 // LaneParams are the lane parameters in force.
 func (e *Engine) LaneParams() LaneParams { return e.lane.params }
 
+// NextLaneParams are the lane parameters the next block will run with:
+// those of the open block's last SYS_UPDATE_TIMER_CONFIG, else those in
+// force. An update that changes a few keys starts from these, so that two
+// updates in one block both count.
+func (e *Engine) NextLaneParams() LaneParams {
+	if u := e.lane.update; u != nil {
+		return *u
+	}
+	return e.lane.params
+}
+
 // beginLaneBlock applies a pending config update. The lane starts at its
 // activation height (CIP-1 §13.2) from the state New gave it: basefee
 // initial, an empty fairness window (so every actor starts at W = 2), no

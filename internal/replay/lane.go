@@ -106,7 +106,7 @@ func (rn *runner) system(s *trace.SystemCall) error {
 	case "extend":
 		e.SystemExtend(system, id, s.Expires)
 	case "update_config":
-		p := e.LaneParams()
+		p := e.NextLaneParams() // an earlier update of this block still counts
 		if err := laneConfig(s.Config, &p); err != nil {
 			return rn.fail("update_config: %v", err)
 		}
