@@ -167,33 +167,41 @@ func fees(f *trace.Fee) (*engine.Fees, error) {
 // event of its own to print it at.
 func (rn *runner) Collected(id engine.TimerID, why engine.GCReason) {
 	rn.events++
+	g := gcEvent{id, why}
 	if !rn.ending {
-		i, _ := slices.BinarySearchFunc(rn.sysGC, id, cmpID)
-		rn.sysGC = slices.Insert(rn.sysGC, i, id)
+		i, _ := slices.BinarySearchFunc(rn.sysGC, g, cmpGC)
+		rn.sysGC = slices.Insert(rn.sysGC, i, g)
 		return
 	}
-	rn.printSysGC(&id)
-	rn.printGC(id, why)
+	rn.printSysGC(&g)
+	rn.printGC(g)
 }
 
-// printSysGC prints the block's system cancels that come before id in
-// the gc section (all of them when id is nil).
-func (rn *runner) printSysGC(id *engine.TimerID) {
+// gcEvent is a collection to print.
+type gcEvent struct {
+	id  engine.TimerID
+	why engine.GCReason
+}
+
+func cmpGC(a, b gcEvent) int { return bytes.Compare(a.id[:], b.id[:]) }
+
+// printSysGC prints the block's collections made before its end of block
+// (system cancels) that come before g in the gc section (all of them
+// when g is nil).
+func (rn *runner) printSysGC(g *gcEvent) {
 	n := len(rn.sysGC)
-	if id != nil {
-		n, _ = slices.BinarySearchFunc(rn.sysGC, *id, cmpID)
+	if g != nil {
+		n, _ = slices.BinarySearchFunc(rn.sysGC, *g, cmpGC)
 	}
 	for _, x := range rn.sysGC[:n] {
-		rn.printGC(x, engine.SystemCancel)
+		rn.printGC(x)
 	}
 	rn.sysGC = rn.sysGC[n:]
 }
 
-func (rn *runner) printGC(id engine.TimerID, why engine.GCReason) {
-	rn.ev.begin("gc", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
+func (rn *runner) printGC(g gcEvent) {
+	rn.ev.begin("gc", rn.eng.Height()).hex("timer_id", g.id[:]).str("reason", g.why.String()).end()
 }
-
-func cmpID(a, b engine.TimerID) int { return bytes.Compare(a[:], b[:]) }
 
 // Deferred prints a defer event (engine.LaneObserver).
 func (rn *runner) Deferred(id engine.TimerID, why engine.DeferReason) {

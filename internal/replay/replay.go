@@ -50,7 +50,7 @@ type runner struct {
 	labelPos   int              // while replaying: the next one to reuse
 	replaying  bool             // a rollback runs the chain again
 	ending     bool             // the open block's end of block runs
-	sysGC      []engine.TimerID // the open block's system cancels, not yet printed
+	sysGC      []gcEvent        // the open block's system cancels, not yet printed
 }
 
 // system is the sender of the trace's system ops: the one system deployer
