@@ -415,9 +415,13 @@ func (e *Engine) applyRecord(body []byte) error {
 // LogConfig reads, from the log in dir, the configuration its state was
 // written under (everything but the tier layout and the durability
 // options, which are not state), so that tools can open a log they did not
-// write: Open(dir, cfg) with it succeeds.
+// write: Open(dir, cfg) with it succeeds. Opening the log is recovery:
+// it cuts a torn tail and removes a leftover temporary snapshot, and says
+// so through the default wal.Options.Logf, since the Open that follows
+// finds nothing left to report. It opens under SyncEveryBlock, the
+// strictest reading of a damaged tail (wal.Options.Sync).
 func LogConfig(dir string) (Config, error) {
-	log, err := wal.Open(vfs.OS, dir, wal.Options{Logf: func(string, ...any) {}})
+	log, err := wal.Open(vfs.OS, dir, wal.Options{})
 	if err != nil {
 		return Config{}, err
 	}

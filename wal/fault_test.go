@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -311,7 +312,11 @@ func TestRecoveryReadFaults(t *testing.T) {
 // a crash can lose any of their pages while later ones were written back,
 // leaving zeros in the middle of the last segment with valid records after
 // them. That is a torn tail (no sync covered those blocks), not corruption:
-// Open cuts at the first damaged record and keeps every synced block.
+// Open under that policy cuts at the first damaged record and keeps every
+// synced block. Under SyncEveryBlock, where only the record being written
+// can be unsynced, the same zeros followed by valid records are damage to
+// synced data: Open reports them (a CorruptError naming the segment and
+// offset) and cuts nothing.
 func TestLostPages(t *testing.T) {
 	m := vfs.NewMem()
 	l, _ := openCheck(t, m, "/wal", Options{Sync: SyncNone, Compression: CompressNone})
@@ -320,8 +325,21 @@ func TestLostPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendRange(t, l, 21, 200) // tens of KiB, unsynced
-	size, _ := m.Stat(segmentFile(t, m, "/wal", -1))
+	seg := segmentFile(t, m, "/wal", -1)
+	size, _ := m.Stat(seg)
 	pages := size / vfs.PageSize
+	// Where the segment's last record starts.
+	data, _ := vfs.ReadFile(m, seg)
+	var lastStart int64
+	for off := int64(segHeaderSize); off < int64(len(data)); {
+		r, err := decodeRecord(data[off:], 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastStart = off
+		off += int64(r.size)
+	}
+	strictChecked := 0
 	if pages < 5 {
 		t.Fatalf("only %d pages", pages)
 	}
@@ -330,11 +348,26 @@ func TestLostPages(t *testing.T) {
 			KeepUnsynced: func(_ string, n int) int { return n },
 			LosePage:     func(_ string, p int64) bool { return p == lost },
 		})
-		l2, got := openCheck(t, c, "/wal", Options{})
+		strict := c.Clone()
+		l2, got := openCheck(t, c, "/wal", Options{Sync: SyncNone})
 		if got.last < 20 {
 			t.Fatalf("lost page %d: recovered %+v", lost, got)
 		}
 		l2.Close()
+		if (lost+1)*vfs.PageSize > lastStart {
+			continue // no whole record after the lost page: a plain torn tail
+		}
+		var ce *CorruptError
+		if _, err := Open(strict, "/wal", Options{Logf: quiet}); !errors.As(err, &ce) || ce.Segment != path.Base(seg) {
+			t.Fatalf("lost page %d, reopened under SyncEveryBlock: %v, want a CorruptError", lost, err)
+		}
+		if after, _ := strict.Stat(seg); after != size {
+			t.Fatalf("lost page %d: the strict open changed the segment: %d bytes, was %d", lost, after, size)
+		}
+		strictChecked++
+	}
+	if strictChecked == 0 {
+		t.Fatal("no lost page had whole records after it")
 	}
 	l.Close()
 }

@@ -423,6 +423,7 @@ func describeBase(base *snapshotFile) string {
 func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, error) {
 	var sc scanned
 	maxLen := l.opts.maxRecordLength()
+	lostPages := l.opts.Sync.mode != syncEvery
 	var prevLast uint64 // last height of the previous segment (or its first-1 if empty)
 	for i, seg := range segs {
 		isLast := i == len(segs)-1
@@ -436,7 +437,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		}
 		first, flags, ferr := decodeSegmentHeader(data)
 		if ferr != nil {
-			if isLast && tornAt(data, 0, maxLen) {
+			if isLast && tornAt(data, 0, maxLen, lostPages) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
 				if err := l.fs.Remove(path); err != nil {
@@ -467,7 +468,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		for off < int64(len(data)) {
 			r, ferr := decodeRecord(data[off:], maxLen)
 			if ferr != nil {
-				if isLast && tornAt(data, off, maxLen) {
+				if isLast && tornAt(data, off, maxLen, lostPages) {
 					if err := l.fs.Truncate(path, off); err != nil {
 						return sc, err
 					}
@@ -506,14 +507,21 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 // tornAt reports whether damage found at off in the last segment is a
 // torn tail, which a crash explains, rather than corruption. It is if no
 // whole, checksum-valid record frame starts anywhere after off (the bytes
-// from off on are what a write cut short left), or if, before the next
-// valid frame, a whole 512-byte sector (at a multiple of 512 in the file)
+// from off on are what a write cut short left), or, when lostPages says
+// that several records may have waited for one sync, if before the next
+// valid frame a whole 512-byte sector (at a multiple of 512 in the file)
 // reads as zeros: a page that a crash lost while the OS had already
 // written later ones, which only happens to data no sync had covered.
-func tornAt(data []byte, off int64, maxLen uint32) bool {
+// Under SyncEveryBlock only the record being written can be unsynced, so
+// zeros followed by a valid record are damage to synced data: corruption,
+// reported, never cut silently.
+func tornAt(data []byte, off int64, maxLen uint32, lostPages bool) bool {
 	next := nextValidFrame(data, off+1, maxLen)
 	if next < 0 {
 		return true
+	}
+	if !lostPages {
+		return false
 	}
 	for s := (off + 511) &^ 511; s+512 <= next; s += 512 {
 		if allZero(data[s : s+512]) {
