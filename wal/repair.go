@@ -37,7 +37,9 @@ func (a RepairAction) String() string {
 // Repair makes the log in dir openable by cutting it at every corruption
 // Open would report: a damaged segment is truncated at the damaged record
 // (removed, if its header is damaged) and every later segment removed; a
-// damaged newest snapshot that the log does not cover is renamed aside.
+// damaged newest snapshot that the log does not cover is renamed aside,
+// and so are damaged snapshots that it does cover (which Open skips with
+// a warning at every open), which loses nothing.
 // The records after the corruption, and any state newer than the older
 // snapshot fallen back to, are lost: call it only when a user asks (the
 // `timerlane wal repair` command, or Options.Repair). It returns what it
@@ -57,6 +59,22 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 			l.cur.Close()
 		}
 		if err == nil {
+			// Damaged snapshots the log covers cost nothing to set aside
+			// and would be reported at every open until the next snapshot.
+			for _, e := range l.rec.SkippedSnapshots {
+				ce, ok := e.(*CorruptError)
+				if !ok {
+					continue
+				}
+				acts, rerr := repairOne(fsys, dir, ce)
+				if rerr != nil {
+					return actions, rerr
+				}
+				for _, a := range acts {
+					opts.Logf("wal: repair: %s", a)
+				}
+				actions = append(actions, acts...)
+			}
 			return actions, nil
 		}
 		ce := pickCorruption(err)

@@ -572,8 +572,20 @@ func TestSnapshotDamage(t *testing.T) {
 				t.Fatalf("after a new snapshot: %+v", got)
 			}
 		}
-		// Truncated (not renamed whole): same.
+		// Repair sets it aside without losing anything: the log covers it.
 		c := m.Clone()
+		flipBit(t, c, newest, 40, 0)
+		acts, err := Repair(c, "/wal", Options{Logf: quiet})
+		if err != nil || len(acts) != 1 || acts[0].Action != "set aside" || acts[0].File != snapshotName(35) {
+			t.Fatalf("repair of a covered snapshot: %v %v", acts, err)
+		}
+		l, got := openCheck(t, c, "/wal", Options{})
+		if got != (recovered{snap: 20, last: 45}) || len(l.Recovery().SkippedSnapshots) != 0 {
+			t.Fatalf("after repair: %+v %+v", got, l.Recovery())
+		}
+		l.Close()
+		// Truncated (not renamed whole): same.
+		c = m.Clone()
 		c.Truncate(newest, size-1)
 		if _, got := openCheck(t, c, "/wal", Options{}); got.snap != 20 {
 			t.Fatalf("truncated snapshot: %+v", got)
