@@ -52,6 +52,17 @@ func Repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 	opts.Repair = false
 	var actions []RepairAction
+	fix := func(ce *CorruptError) error {
+		acts, err := repairOne(fsys, dir, ce)
+		if err != nil {
+			return err
+		}
+		for _, a := range acts {
+			opts.Logf("wal: repair: %s", a)
+		}
+		actions = append(actions, acts...)
+		return nil
+	}
 	for range 10_000 {
 		l := &Log{fs: fsys, dir: dir, opts: opts}
 		err := l.recover()
@@ -62,18 +73,11 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 			// Damaged snapshots the log covers cost nothing to set aside
 			// and would be reported at every open until the next snapshot.
 			for _, e := range l.rec.SkippedSnapshots {
-				ce, ok := e.(*CorruptError)
-				if !ok {
-					continue
+				if ce, ok := e.(*CorruptError); ok {
+					if err := fix(ce); err != nil {
+						return actions, err
+					}
 				}
-				acts, rerr := repairOne(fsys, dir, ce)
-				if rerr != nil {
-					return actions, rerr
-				}
-				for _, a := range acts {
-					opts.Logf("wal: repair: %s", a)
-				}
-				actions = append(actions, acts...)
 			}
 			return actions, nil
 		}
@@ -81,14 +85,9 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 		if ce == nil {
 			return actions, err
 		}
-		acts, rerr := repairOne(fsys, dir, ce)
-		if rerr != nil {
-			return actions, rerr
+		if err := fix(ce); err != nil {
+			return actions, err
 		}
-		for _, a := range acts {
-			opts.Logf("wal: repair: %s", a)
-		}
-		actions = append(actions, acts...)
 	}
 	return actions, errors.New("wal: repair did not converge")
 }
