@@ -332,12 +332,7 @@ func (e *Engine) take(due []uint32) {
 // unindex takes records recs, whose ids have tags, out of the id index and
 // the pending count, loading each one's slot ahead.
 func (e *Engine) unindex(recs []uint32, tags []uint64) {
-	for k, i := range recs {
-		if j := k + ahead; j < len(tags) {
-			e.ids.prefetchRun(tags[j])
-		}
-		e.ids.delRec(tags[k], i)
-	}
+	e.ids.delRecs(recs, tags)
 	e.pending -= len(recs)
 }
 
@@ -352,7 +347,8 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 	// Each copy of the address reads the actor table, not d.Actor: a load
 	// of bytes just stored with other widths waits for the stores.
 	actor := &e.actors.recs[r.actor].addr
-	d.Actor, d.Sender = *actor, *actor
+	d.Actor = *actor
+	d.Sender = *actor
 	d.Handler = defaultHandler
 	if len(handler) > 0 {
 		d.Handler = handler

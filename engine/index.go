@@ -198,24 +198,60 @@ func probeRec(t []uint64, mask, tag uint64, rec uint32) (uint64, bool) {
 // the index since.
 func (x *idIndex) delAt(s slot) {
 	slots, mask := x.table(s)
-	p := s.p
+	shiftBack(slots, mask, s.p)
 	x.n--
-	// Backward shift: pull later entries of the run into the hole when their
-	// home bucket does not lie strictly between the hole and them. Whether
-	// an entry moves is a coin toss to the branch predictor, so the loop
-	// writes the hole either way and picks the new hole without a branch.
-	for q := (p + 1) & mask; ; q = (q + 1) & mask {
-		v := slots[q]
-		if v == 0 {
-			break
-		}
-		home := (v >> 32) & mask
-		// m is all ones when v moves: (q-home)&mask >= (q-p)&mask.
-		m := uint64((int64((q-p)&mask) - int64((q-home)&mask) - 1) >> 63)
-		slots[p] ^= (slots[p] ^ v) & m
+}
+
+// shiftBack empties slot p of table t: backward shift, which pulls later
+// entries of the run into the hole when their home bucket does not lie
+// strictly between the hole and them. Whether an entry moves is a coin
+// toss to the branch predictor, so the loop writes the hole either way and
+// picks the new hole without a branch.
+func shiftBack(t []uint64, mask, p uint64) {
+	for q := (p + 1) & mask; t[q] != 0; q = (q + 1) & mask {
+		v := t[q]
+		// m is all ones when v moves: (q-home)&mask >= (q-p)&mask, for
+		// home = (v>>32)&mask (masking after the subtraction is the same).
+		m := uint64((int64((q-p)&mask) - int64((q-v>>32)&mask) - 1) >> 63)
+		t[p] ^= (t[p] ^ v) & m
 		p ^= (p ^ q) & m
 	}
-	slots[p] = 0
+	t[p] = 0
+}
+
+// cachedSlots is the size up to which a table is left to the cache: its
+// 256 KiB (10,000 pending timers' ids) stay in a core's L2 from block to
+// block, so that loading ahead costs a call per deletion and gains nothing.
+const cachedSlots = 1 << 15
+
+// delRecs is delRec for each of recs, whose ids hash to tags, loading
+// each one's run ahead deletions before it in a table larger than
+// cachedSlots. Outside a doubling it works on the one table inline: end of
+// block calls it for every fired timer, and the calls of delRec cost as
+// much as its work when the slots are cached.
+func (x *idIndex) delRecs(recs []uint32, tags []uint64) {
+	if x.old != nil {
+		for k, i := range recs {
+			if j := k + ahead; j < len(tags) {
+				x.prefetchRun(tags[j])
+			}
+			x.delRec(tags[k], i)
+		}
+		return
+	}
+	t, mask := x.slots, x.mask
+	far := len(t) > cachedSlots
+	for k, rec := range recs {
+		if j := k + ahead; far && j < len(tags) {
+			prefetch.Lines(unsafe.Pointer(&t[tags[j]&mask]), unsafe.Pointer(&t[(tags[j]|7+1)&mask]), nil, nil)
+		}
+		p, ok := probeRec(t, mask, tags[k], rec)
+		if !ok {
+			panic("engine: id index lost a pending timer")
+		}
+		shiftBack(t, mask, p)
+	}
+	x.n -= len(recs)
 }
 
 // growStep is how many slots of the old table an insert moves at least

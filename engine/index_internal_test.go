@@ -189,6 +189,7 @@ func TestIndexGrowsInSteps(t *testing.T) {
 	in := map[uint32]bool{}
 	var present []uint32 // the records in, in no order
 	doublings, growingSteps := 0, 0
+	batchesGrowing, batchesFar := 0, 0 // delRecs calls during a doubling, and beyond cachedSlots
 	for step := 0; len(in) < 40_000; step++ {
 		if len(present) > 0 && r.IntN(3) == 0 { // one deletion per two inserts
 			k := r.IntN(len(present))
@@ -196,10 +197,26 @@ func TestIndexGrowsInSteps(t *testing.T) {
 			present[k] = present[len(present)-1]
 			present = present[:len(present)-1]
 			delete(in, i)
-			if step%2 == 0 {
+			switch {
+			case step%2 == 0:
 				x.del(&ids[i])
-			} else {
+			case step%15 != 1:
 				x.delRec(x.tag(&ids[i]), i)
+			default: // a batch, as end of block deletes: more than ahead of them at times
+				batch, tags := []uint32{i}, []uint64{x.tag(&ids[i])}
+				for len(present) > 0 && len(batch) < step%(2*ahead+3) {
+					i := present[len(present)-1]
+					present = present[:len(present)-1]
+					delete(in, i)
+					batch, tags = append(batch, i), append(tags, x.tag(&ids[i]))
+				}
+				switch {
+				case x.old != nil:
+					batchesGrowing++
+				case len(x.slots) > cachedSlots:
+					batchesFar++
+				}
+				x.delRecs(batch, tags)
 			}
 		} else {
 			i := 1 + uint32(r.IntN(recs))
@@ -248,9 +265,12 @@ func TestIndexGrowsInSteps(t *testing.T) {
 		}
 	}
 	// 1,024 slots to 131,072 for 40,000 ids: seven doublings, each spread
-	// over many inserts.
+	// over many inserts, the last two beyond cachedSlots.
 	if doublings != 7 || growingSteps < 10_000 {
 		t.Fatalf("%d doublings over %d inserts made while growing; want 7, over at least 10,000", doublings, growingSteps)
+	}
+	if batchesGrowing == 0 || batchesFar == 0 {
+		t.Fatalf("%d batch deletions during a doubling, %d in a table beyond cachedSlots; want some of each", batchesGrowing, batchesFar)
 	}
 }
 
