@@ -294,6 +294,9 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	e.take(order)
 	kept := e.keepTaken(order)
 	for k, i := range order {
+		if j := k + fireAhead; j < len(order) {
+			e.prefetchRec(order[j])
+		}
 		e.fire(x, i, e.cfg.CyclesPerFire, nil)
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
@@ -498,6 +501,11 @@ func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address
 // loading their records (and index slots): far enough that a miss is over
 // when the pass gets there, near enough that the lines are still cached.
 const ahead = 8
+
+// fireAhead is ahead for the fires, whose records take brought into the
+// cache but, a block's 64 KiB of them being more than a core's L1, not into
+// the nearest level.
+const fireAhead = 4
 
 // takeAhead is ahead for the first pass of take, whose work per timer is
 // short (a hash and two counters), so that 8 timers ahead is less time
