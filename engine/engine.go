@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"io"
 	"math"
 	"slices"
 	"unsafe"
@@ -101,6 +102,7 @@ type Engine struct {
 	dur      *durable   // nil unless opened on a directory (Open)
 
 	keccak  hash.Hash
+	squeeze io.Reader      // keccak's sponge read in place, if it offers that; else nil
 	pre     [idPreLen]byte // an id's preimage, when its payload is short
 	nonce   [8]byte
 	sum     [32]byte
@@ -165,6 +167,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1, nrecs: 1}
+	e.squeeze, _ = e.keccak.(io.Reader)
 	if cfg.Policy == PolicyLane {
 		e.policy = lane{}
 	}
@@ -651,9 +654,17 @@ func (e *Engine) timerID(out *TimerID, actor *Address, height uint64, payload []
 		e.keccak.Write(payload)
 		e.keccak.Write(e.nonce[:])
 	}
-	// Sum into the engine's buffer: a caller's array passed through the
-	// hash.Hash interface would escape to the heap on every call.
-	*out = TimerID(e.keccak.Sum(e.sum[:0]))
+	// Into the engine's buffer: a caller's array passed through the
+	// interface would escape to the heap on every call. Reading the sponge
+	// gives the digest that Sum gives (the sponge is Reset before its next
+	// use), without the copy of the whole state that Sum makes so that
+	// writing could go on (x/crypto's sha3).
+	if e.squeeze != nil {
+		e.squeeze.Read(e.sum[:])
+	} else {
+		e.keccak.Sum(e.sum[:0])
+	}
+	*out = e.sum
 }
 
 // Timer is a read-only copy of a pending timer.
