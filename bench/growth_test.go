@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -17,8 +18,21 @@ import (
 // the id index doubles from 2^21 to 2^22 slots. The arenas take new
 // blocks on the way, whose memory, touched first, can take the kernel
 // milliseconds to map (a virtual machine's host maps its pages then).
-// Run it with -benchtime 1x: one op is about two seconds.
+// It runs with the huge-page hint on and off (engine.SetHugePages): where
+// the first touch of a huge page is slow, each new 2 MiB of records or
+// index waits for it. Run it with -benchtime 1x: one op is about two
+// seconds.
 func BenchmarkGrowth(b *testing.B) {
+	defer engine.SetHugePages(true)
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprintf("hugepages=%v", on), func(b *testing.B) {
+			engine.SetHugePages(on)
+			growth(b)
+		})
+	}
+}
+
+func growth(b *testing.B) {
 	const timers, perActor = 1_100_000, 1_000
 	// The id index doubles from 2^21 to 2^22 slots in the call that
 	// makes the 1,048,577th timer pending (it holds at most half).

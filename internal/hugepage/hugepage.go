@@ -7,22 +7,40 @@
 // and nothing observable depends on whether the kernel takes it.
 package hugepage
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Size is the huge page size the hint aims at: only whole, aligned 2 MiB
 // pages inside an array are advised.
 const Size = 2 << 20
 
+// off turns the hint off for the whole process (SetEnabled).
+var off atomic.Bool
+
+// hint is advise; a test records the ranges through it.
+var hint = advise
+
+// SetEnabled turns the hint on (the default) or off for the arrays advised
+// from then on. Where the kernel, or a virtual machine's host, takes long
+// to map a huge page on its first touch, the call that touches it waits
+// that long (BenchmarkGrowth); where huge pages gain nothing, off is better.
+func SetEnabled(on bool) { off.Store(!on) }
+
+// Enabled reports whether the hint is on.
+func Enabled() bool { return !off.Load() }
+
 // Advise hints that the memory of s should be backed by huge pages: the
 // aligned 2 MiB pages that lie wholly inside it (none for an array below
 // 2 MiB, about half of one of 4 MiB, most of a larger one).
 func Advise[T any](s []T) {
-	if len(s) == 0 {
+	if len(s) == 0 || off.Load() {
 		return
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(len(s))*unsafe.Sizeof(s[0]))
 	if p := pages(b); len(p) > 0 {
-		advise(p)
+		hint(p)
 	}
 }
 

@@ -57,3 +57,26 @@ func TestAdviseRange(t *testing.T) {
 		}
 	}
 }
+
+// TestSetEnabled: with the hint off, Advise asks nothing of the kernel;
+// on again, it asks for the array's whole pages.
+func TestSetEnabled(t *testing.T) {
+	var asked []int
+	hint = func(p []byte) { asked = append(asked, len(p)) }
+	defer func() { hint = advise; SetEnabled(true) }()
+	buf := make([]byte, 3*Size)
+	for _, on := range []bool{false, true, false} {
+		asked = asked[:0]
+		SetEnabled(on)
+		if Enabled() != on {
+			t.Fatalf("SetEnabled(%v): Enabled() = %v", on, Enabled())
+		}
+		Advise(buf)
+		switch {
+		case !on && len(asked) != 0:
+			t.Fatalf("off: asked for %v bytes", asked)
+		case on && (len(asked) != 1 || asked[0] < Size):
+			t.Fatalf("on: asked for %v bytes, want one range of at least %d", asked, Size)
+		}
+	}
+}
