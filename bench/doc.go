@@ -29,11 +29,15 @@
 //     timers, empty payloads, 10,000 actors, heights a third in each tier.
 //   - BenchmarkGrowth: 1,100,000 Schedule calls into a new engine, each
 //     timed: the longest (max-ms), those over 1 ms, and the longest at
-//     the id index's doubling to 2^22 slots (doubling-ms). Use -benchtime 1x.
+//     the id index's doubling to 2^22 slots (doubling-ms), with the
+//     huge-page hint on and off. Use -benchtime 1x.
 //   - BenchmarkMemory: one load from a random cache line whose address the
 //     load before it gave, over 16 MiB (the id index at 1M pending) and
 //     64 MiB (the records): the machine's floor under the rows at 1M, as
 //     the Keccak is Schedule's.
+//   - BenchmarkMemoryLines: 1,024 independent loads from random lines of
+//     16 or 64 MiB, all started before any is read (ns/line): the floor
+//     of end of block at 1M, whose loads do not wait for one another.
 //
 // alloc_test.go checks, in a few milliseconds, that Schedule, Cancel and
 // end of block allocate nothing in steady state; it runs with go test.

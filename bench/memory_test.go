@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/hugepage"
+	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
 // BenchmarkMemory is the floor of the engine rows at 1M pending, as
@@ -27,6 +29,44 @@ func BenchmarkMemory(b *testing.B) {
 				p = next[p]
 			}
 			sink += uint64(p)
+		})
+	}
+}
+
+// BenchmarkMemoryLines is the floor of end of block at 1M pending, whose
+// loads do not depend on one another: one op reads 1,024 random cache
+// lines of an array of the size named (a block's due timers' records, or
+// their index slots), starting every load before reading any, as end of
+// block's passes do; ns/line is the figure. Delivering a timer reads its
+// record's line and one or two of the index's.
+func BenchmarkMemoryLines(b *testing.B) {
+	for _, mib := range []int{16, 64} {
+		b.Run(fmt.Sprintf("size=%dMiB", mib), func(b *testing.B) {
+			words := make([]uint32, mib<<20/4)
+			hugepage.Advise(words)
+			for i := range words { // touched, as the engine's arenas are
+				words[i] = uint32(i)
+			}
+			lines := len(words) / lineWords
+			r := rand.New(rand.NewPCG(13, 14))
+			batch := make([]uint32, 1024)
+			var sum uint32
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				for k := range batch {
+					batch[k] = uint32(r.IntN(lines)) * lineWords
+				}
+				b.StartTimer()
+				for _, w := range batch {
+					prefetch.Line(unsafe.Pointer(&words[w]))
+				}
+				for _, w := range batch {
+					sum += words[w]
+				}
+			}
+			sink += uint64(sum)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/line")
 		})
 	}
 }
