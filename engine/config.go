@@ -136,8 +136,8 @@ func (p LaneParams) Validate() error {
 // µs per block on the machine it was measured on); but where the kernel,
 // or a virtual machine's host, maps a huge page slowly on its first touch,
 // the Schedule that touches a new one waits for it (4.4 ms on a machine
-// whose end of block gained nothing from them: README, "Pauses"). Nothing
-// the engine computes depends on it.
+// whose end of block gained nothing from them: README, "Session 12").
+// Nothing the engine computes depends on it.
 func SetHugePages(on bool) { hugepage.SetEnabled(on) }
 
 // DefaultConfig returns CIP-5's values and the default tier layout.
