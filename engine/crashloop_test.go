@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/wal"
 )
 
 var crashKills = flag.Int("crashloop.kills", 0, "SIGKILLs of the crash loop (0: 20, or 5 with -short); CI runs 200")
@@ -221,4 +222,27 @@ type crashExec struct{}
 
 func (crashExec) Execute(engine.Tx, *engine.Delivery) (engine.Usage, error) {
 	return engine.Usage{Cycles: 5_000}, nil
+}
+
+// TestOpenIsExclusive: a directory open in one engine refuses a second
+// (wal.ErrLocked), which would interleave its records with the first's;
+// the first goes on committing, and the directory opens again once it is
+// closed, at the first's last block.
+func TestOpenIsExclusive(t *testing.T) {
+	dir := t.TempDir()
+	e, err := engine.Open(dir, crashConfig())
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	_, err = e.EndBlock(&recorder{})
+	require.NoError(t, err)
+	_, err = engine.Open(dir, crashConfig())
+	require.ErrorIs(t, err, wal.ErrLocked)
+	_, err = engine.LogConfig(dir)
+	require.ErrorIs(t, err, wal.ErrLocked)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Close())
+	again, err := engine.Open(dir, crashConfig())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), again.Height())
+	require.NoError(t, again.Close())
 }

@@ -63,6 +63,9 @@ type durable struct {
 // missing), recovering the state of the last durable block; later blocks
 // are logged at Commit. The configuration must be the one the log was
 // written with, except for the tier layout and the durability options.
+// A directory is open in one engine at a time: another Open of it, in
+// this process or another, fails with an error matching wal.ErrLocked
+// until the first engine is closed or its process ends.
 func Open(dir string, cfg Config) (*Engine, error) {
 	return openFS(vfs.OS, dir, cfg, wal.Options{})
 }

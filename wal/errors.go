@@ -25,6 +25,11 @@ var (
 	// for a height that nothing left in the log could recover the state
 	// at; the log is unchanged and still usable.
 	ErrNeedSnapshot = errors.New("wal: truncation needs a snapshot at the height")
+	// ErrLocked is returned by Open and Repair for a directory that an open
+	// Log already holds, in this process or another: two writers would
+	// interleave their records and cut each other's tails. The directory
+	// is untouched.
+	ErrLocked = errors.New("wal: log directory in use")
 )
 
 // CorruptError says that a file of the log does not hold what the log

@@ -172,6 +172,8 @@ type Log struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	lock io.Closer // the directory's lock, held from Open to Close
 }
 
 // Recovery is what Open found.
@@ -602,6 +604,9 @@ func (l *Log) Close() error {
 	l.syncMu.Unlock()
 	if l.zenc != nil {
 		l.zenc.Close()
+	}
+	if l.lock != nil {
+		l.lock.Close()
 	}
 	var fe *FailedError
 	if errors.As(err, &fe) {

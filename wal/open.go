@@ -26,12 +26,17 @@ import (
 // Other errors are the filesystem's.
 func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
+	lock, err := lockDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Repair {
 		if _, err := repair(fsys, dir, opts); err != nil {
+			lock.Close()
 			return nil, err
 		}
 	}
-	l := &Log{fs: fsys, dir: dir, opts: opts}
+	l := &Log{fs: fsys, dir: dir, opts: opts, lock: lock}
 	if opts.Compression == CompressZstd {
 		l.zenc = newZstdEncoder()
 	}
@@ -39,6 +44,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		if l.cur != nil {
 			l.cur.Close()
 		}
+		if l.zenc != nil {
+			l.zenc.Close()
+		}
+		lock.Close()
 		return nil, err
 	}
 	if opts.Sync.mode == syncInterval {
@@ -47,6 +56,22 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		go l.syncer(opts.Sync.interval)
 	}
 	return l, nil
+}
+
+// lockName is the file in a log's directory whose lock (vfs.FS.Lock) an
+// open Log holds until it is closed.
+const lockName = "LOCK"
+
+// lockDir creates dir if it is missing and takes its lock.
+func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
+	if err := ensureDir(fsys, dir); err != nil {
+		return nil, err
+	}
+	lock, err := fsys.Lock(filepath.Join(dir, lockName))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s is open in another process, or in another Log of this one (%v)", ErrLocked, dir, err)
+	}
+	return lock, err
 }
 
 // ensureDir creates dir if it is missing, with any missing parents, and

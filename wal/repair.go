@@ -46,6 +46,11 @@ func (a RepairAction) String() string {
 // did (nothing, for a log that opens as it is), also reported through
 // Options.Logf.
 func Repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
+	lock, err := lockDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
 	return repair(fsys, dir, opts.withDefaults())
 }
 

@@ -674,3 +674,50 @@ func TestOpenOnOS(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestOpenLocksDirectory: while a Log is open, a second Open or a Repair
+// of its directory fails with ErrLocked and changes nothing; the first
+// Log goes on; once it is closed, the directory opens again. On the OS
+// filesystem the lock is flock's, which a killed process drops.
+func TestOpenLocksDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fs   vfs.FS
+		dir  string
+	}{
+		{"mem", vfs.NewMem(), "/a/wal"},
+		{"os", vfs.OS, filepath.Join(t.TempDir(), "wal")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Logf: quiet}
+			l, err := Open(tc.fs, tc.dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendRange(t, l, 1, 10)
+			if _, err := Open(tc.fs, tc.dir, opts); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), tc.dir) {
+				t.Fatalf("second Open: %v, want ErrLocked naming %s", err, tc.dir)
+			}
+			repairOpts := opts
+			repairOpts.Repair = true
+			if _, err := Open(tc.fs, tc.dir, repairOpts); !errors.Is(err, ErrLocked) {
+				t.Fatalf("Open with Repair: %v, want ErrLocked", err)
+			}
+			if _, err := Repair(tc.fs, tc.dir, opts); !errors.Is(err, ErrLocked) {
+				t.Fatalf("Repair: %v, want ErrLocked", err)
+			}
+			appendRange(t, l, 11, 20) // the first Log is unharmed
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l, err = Open(tc.fs, tc.dir, opts)
+			if err != nil {
+				t.Fatalf("Open after Close: %v", err)
+			}
+			defer l.Close()
+			if l.LastHeight() != 20 {
+				t.Fatalf("reopened at %d, want 20", l.LastHeight())
+			}
+		})
+	}
+}

@@ -29,6 +29,10 @@ import (
 type MemFS struct {
 	mu   sync.Mutex
 	root *memNode
+	// The names Locked now. Locks are a process's, not the disk's: the
+	// filesystems that Crash and Clone return hold none, as a machine
+	// after a crash, or another process, finds none held.
+	locks map[string]bool
 }
 
 type memNode struct {
@@ -306,6 +310,37 @@ func (m *MemFS) Crash(opts CrashOptions) *MemFS {
 		return c
 	}
 	return &MemFS{root: clone(m.root, "")}
+}
+
+// Lock implements FS.Lock. It creates no file: a lock is not part of what
+// a crash leaves.
+func (m *MemFS) Lock(name string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, parent, _, err := m.lookup("lock", name); err != nil && parent == nil {
+		return nil, err
+	}
+	key := filepath.ToSlash(filepath.Clean(name))
+	if m.locks[key] {
+		return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrLocked}
+	}
+	if m.locks == nil {
+		m.locks = map[string]bool{}
+	}
+	m.locks[key] = true
+	return memLock{m, key}, nil
+}
+
+type memLock struct {
+	m   *MemFS
+	key string
+}
+
+func (l memLock) Close() error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	delete(l.m.locks, l.key)
+	return nil
 }
 
 // Clone returns a copy of m as it is now, durable and not yet durable

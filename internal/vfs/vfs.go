@@ -61,7 +61,16 @@ type FS interface {
 	Stat(name string) (int64, error)
 	// Truncate changes the size of a file.
 	Truncate(name string, size int64) error
+	// Lock takes an exclusive lock named name (a file, created if missing,
+	// in a directory that exists), held until the returned Closer is
+	// closed or the process ends: a second Lock of the name, from this
+	// process or another, fails with an error matching ErrLocked. It is
+	// what keeps two logs from writing one directory.
+	Lock(name string) (io.Closer, error)
 }
+
+// ErrLocked is matched by the error of a Lock that someone else holds.
+var ErrLocked = errors.New("vfs: locked by another user")
 
 // IsNotExist reports whether err says that a file does not exist.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -252,3 +252,48 @@ func TestMemErrors(t *testing.T) {
 		t.Fatalf("stat: %v", err)
 	}
 }
+
+// TestLock: a held lock refuses a second Lock of the name (ErrLocked)
+// until it is closed, on the OS filesystem (flock, which also refuses the
+// same process) and on MemFS, whose Crash and Clone copies hold none.
+func TestLock(t *testing.T) {
+	mem := NewMem()
+	must(t, mem.MkdirAll("/d"))
+	must(t, SyncDir(mem, "/")) // /d survives a crash
+	for _, tc := range []struct {
+		name string
+		fs   FS
+		dir  string
+	}{
+		{"os", OS, t.TempDir()},
+		{"mem", mem, "/d"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := filepath.Join(tc.dir, "LOCK")
+			l, err := tc.fs.Lock(name)
+			must(t, err)
+			if _, err := tc.fs.Lock(name); !errors.Is(err, ErrLocked) {
+				t.Fatalf("second Lock: %v, want ErrLocked", err)
+			}
+			other, err := tc.fs.Lock(filepath.Join(tc.dir, "OTHER"))
+			must(t, err) // another name is another lock
+			must(t, other.Close())
+			must(t, l.Close())
+			l, err = tc.fs.Lock(name)
+			must(t, err) // free again once closed
+			defer l.Close()
+			if _, err := tc.fs.Lock(filepath.Join(tc.dir, "missing", "LOCK")); !IsNotExist(err) {
+				t.Fatalf("Lock in a missing directory: %v, want not-exist", err)
+			}
+		})
+	}
+	// A crash or a copy starts with no lock held: the locks were the
+	// process's.
+	for name, fs := range map[string]*MemFS{"crash": mem.Crash(CrashOptions{}), "clone": mem.Clone()} {
+		l, err := fs.Lock("/d/LOCK")
+		if err != nil {
+			t.Fatalf("%s: Lock: %v", name, err)
+		}
+		l.Close()
+	}
+}

@@ -13,6 +13,7 @@ package errorfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"syscall"
 
@@ -309,6 +310,10 @@ func (e *FS) List(dir string) ([]string, error) {
 	}
 	return e.fs.List(dir)
 }
+
+// Lock implements vfs.FS: it takes the wrapped FS's lock, with no fault
+// injected (a lock holds no data).
+func (e *FS) Lock(name string) (io.Closer, error) { return e.fs.Lock(name) }
 
 // Stat implements vfs.FS.
 func (e *FS) Stat(name string) (int64, error) {
