@@ -5,7 +5,8 @@
 //
 // The interface holds only what a log needs: whole-file creation and
 // removal, append-only writes, reads at an offset, truncation, renames,
-// directory listings and fsync of files and directories. Paths are
+// directory listings, fsync of files and directories, and an exclusive
+// lock that keeps a second log out of a directory. Paths are
 // slash-or-OS-separated strings joined with path/filepath.
 //
 // Durability model. A file's bytes are durable only once a Sync of that file
