@@ -35,8 +35,10 @@ import (
 
 // ErrLogFailed is returned by every block call after the log failed to
 // take a block (an I/O error or a full disk): the engine's state may be
-// ahead of its log, so it refuses to go on until it is reopened.
-var ErrLogFailed = errors.New("timerlane: the write-ahead log failed; reopen the engine")
+// ahead of its log, so it refuses to go on until it is closed and reopened
+// (Close releases the directory, which a second Open cannot take while the
+// failed engine holds it).
+var ErrLogFailed = errors.New("timerlane: the write-ahead log failed; close and reopen the engine")
 
 // ErrBadRecord is a log record that cannot be applied: damaged (past its
 // checksum), or not the engine's.

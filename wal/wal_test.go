@@ -721,3 +721,40 @@ func TestOpenLocksDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedLogReleasesDirectory: a log whose write failed (ErrFailed)
+// keeps the directory until Close, which releases it for the reopen that
+// recovers it.
+func TestFailedLogReleasesDirectory(t *testing.T) {
+	m := vfs.NewMem()
+	var failing atomic.Bool
+	fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if failing.Load() && op.Kind == errorfs.OpWrite {
+			return errorfs.Fault{Err: syscall.ENOSPC}
+		}
+		return errorfs.Fault{}
+	}))
+	opts := Options{Logf: quiet}
+	l, err := Open(fsys, "/w", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRange(t, l, 1, 5)
+	failing.Store(true)
+	if err := l.Append(6, bodyFor(6)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Append on a full disk: %v, want ErrFailed", err)
+	}
+	failing.Store(false)
+	if _, err := Open(fsys, "/w", opts); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Open beside the failed log: %v, want ErrLocked", err)
+	}
+	l.Close() // what it returns for a failed log is Close's own matter; the lock goes either way
+	l, err = Open(fsys, "/w", opts)
+	if err != nil {
+		t.Fatalf("reopen after Close: %v", err)
+	}
+	defer l.Close()
+	if l.LastHeight() != 5 {
+		t.Fatalf("reopened at %d, want 5", l.LastHeight())
+	}
+}
