@@ -548,7 +548,7 @@ func (e *Engine) allocRec() uint32 {
 	e.lens.Ensure(i)
 	// Room to free every record without growing: releasing allocates
 	// nothing, even when a block fires far more timers than it schedules.
-	e.free.s.Ensure(uint32(e.recs.Cap() - 1))
+	e.free.reserve(e.recs.Cap())
 	e.nrecs++
 	return i
 }
@@ -727,7 +727,7 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{Pending: e.pending, Actors: e.actors.len()}
 	s.InRing, s.InEpochs, s.InOverflow = e.q.TierLens()
-	s.ArenaBytes = e.q.C.Bytes() + e.recs.Bytes() + e.lens.Bytes() + e.free.s.Bytes()
+	s.ArenaBytes = e.q.C.Bytes() + e.recs.Bytes() + e.lens.Bytes() + e.free.bytes()
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
 	s.OverflowTombstones = e.q.Tombstones()
@@ -744,7 +744,12 @@ type freeList struct {
 	n uint32
 }
 
-// push adds record i, in room that allocRec ensured.
+// reserve makes room for n records.
+func (f *freeList) reserve(n int) { f.s.Ensure(uint32(n - 1)) }
+
+func (f *freeList) bytes() int { return f.s.Bytes() }
+
+// push adds record i, in room that reserve made.
 func (f *freeList) push(i uint32) {
 	*f.s.At(f.n) = i
 	f.n++

@@ -96,32 +96,28 @@ func (x *idIndex) table(s slot) ([]uint64, uint64) {
 	return x.slots, x.mask
 }
 
-// prefetch starts loading the first slot a probe for tag reads.
+// prefetch starts loading the first slot a probe for tag reads, in each
+// table.
 func (x *idIndex) prefetch(tag uint64) {
 	if x.old != nil {
-		x.prefetchOld(tag, false)
+		prefetch.Line(unsafe.Pointer(&x.old[tag&x.oldMask]))
 	}
 	prefetch.Line(unsafe.Pointer(&x.slots[tag&x.mask]))
 }
 
-// prefetchRun starts loading the line of the first slot a probe for tag
-// reads and the line after it: a deletion reads on to the end of the
-// run, which at the index's higher loads often crosses into the next line.
+// prefetchRun is prefetchRunIn in each table.
 func (x *idIndex) prefetchRun(tag uint64) {
 	if x.old != nil {
-		x.prefetchOld(tag, true)
+		prefetchRunIn(x.old, x.oldMask, tag)
 	}
-	prefetch.Lines(unsafe.Pointer(&x.slots[tag&x.mask]), unsafe.Pointer(&x.slots[(tag|7+1)&x.mask]), nil, nil)
+	prefetchRunIn(x.slots, x.mask, tag)
 }
 
-// prefetchOld is prefetch (or prefetchRun, when run) in the table a
-// doubling moves from.
-func (x *idIndex) prefetchOld(tag uint64, run bool) {
-	var next unsafe.Pointer
-	if run {
-		next = unsafe.Pointer(&x.old[(tag|7+1)&x.oldMask])
-	}
-	prefetch.Lines(unsafe.Pointer(&x.old[tag&x.oldMask]), next, nil, nil)
+// prefetchRunIn starts loading the line of tag's home slot in table t and
+// the line after it: a deletion reads on to the end of the run, which at
+// the index's higher loads often crosses into the next line.
+func prefetchRunIn(t []uint64, mask, tag uint64) {
+	prefetch.Lines(unsafe.Pointer(&t[tag&mask]), unsafe.Pointer(&t[(tag|7+1)&mask]), nil, nil)
 }
 
 // lookup finds id: its record and slot, or the slot where it would go.
@@ -161,10 +157,14 @@ func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
 func (x *idIndex) del(id *TimerID) {
 	s, _, ok := x.lookup(id)
 	if !ok {
-		panic("engine: id index lost a pending timer")
+		panic(errLost)
 	}
 	x.delAt(s)
 }
+
+// errLost is the panic of a deletion that does not find a timer the
+// engine holds pending: the index and the records disagree.
+const errLost = "engine: id index lost a pending timer"
 
 // delRec removes the entry of record rec, whose id hashes to tag: the
 // probe compares record indices, so it reads no id.
@@ -177,7 +177,7 @@ func (x *idIndex) delRec(tag uint64, rec uint32) {
 	}
 	p, ok := probeRec(x.slots, x.mask, tag, rec)
 	if !ok {
-		panic("engine: id index lost a pending timer")
+		panic(errLost)
 	}
 	x.delAt(slot{p: p, tag: tag})
 }
@@ -243,11 +243,11 @@ func (x *idIndex) delRecs(recs []uint32, tags []uint64) {
 	far := len(t) > cachedSlots
 	for k, rec := range recs {
 		if j := k + ahead; far && j < len(tags) {
-			prefetch.Lines(unsafe.Pointer(&t[tags[j]&mask]), unsafe.Pointer(&t[(tags[j]|7+1)&mask]), nil, nil)
+			prefetchRunIn(t, mask, tags[j])
 		}
 		p, ok := probeRec(t, mask, tags[k], rec)
 		if !ok {
-			panic("engine: id index lost a pending timer")
+			panic(errLost)
 		}
 		shiftBack(t, mask, p)
 	}

@@ -328,7 +328,7 @@ func randomIDs(n int, r *rand.Rand) []TimerID {
 func TestFreeListAcrossChunks(t *testing.T) {
 	var f freeList
 	const n = 3*4096 + 5
-	f.s.Ensure(n - 1)
+	f.reserve(n)
 	if _, ok := f.pop(); ok {
 		t.Fatal("pop of an empty list gave a record")
 	}

@@ -347,19 +347,28 @@ func (e *Engine) payerIdx(r *rec, f *Fees) uint32 {
 // balance less the max_cost of its timers selected so far.
 func (e *Engine) available(c *cand) Amount {
 	s := &e.lane
-	if i := c.payerIdx; i != 0 {
-		if a := &s.avail[i]; a.gen != s.gen {
-			a.gen, a.left, a.acct = s.gen, Amount{}, 0
-			if s.accts == nil {
-				a.left = s.led.Balance(*e.candPayer(c))
-			} else if n, ok := s.accts.Account(*e.candPayer(c)); ok {
-				a.left, a.acct = s.accts.BalanceOf(n), n+1
-			}
-		}
-		return s.avail[i].left
+	if c.payerIdx != 0 {
+		return e.availOf(c).left
 	}
 	payer := *e.candPayer(c)
 	return s.led.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
+}
+
+// availOf is the selection entry of c's payer, an actor (c.payerIdx !=
+// 0): read from the ledger at its first use in the block, the account
+// looked up once.
+func (e *Engine) availOf(c *cand) *availRec {
+	s := &e.lane
+	a := &s.avail[c.payerIdx]
+	if a.gen != s.gen {
+		a.gen, a.left, a.acct = s.gen, Amount{}, 0
+		if s.accts == nil {
+			a.left = s.led.Balance(*e.candPayer(c))
+		} else if n, ok := s.accts.Account(*e.candPayer(c)); ok {
+			a.left, a.acct = s.accts.BalanceOf(n), n+1
+		}
+	}
+	return a
 }
 
 // notSelected decides the fate of c, whose max_cost is cost, when the lane
@@ -380,9 +389,8 @@ func (e *Engine) notSelected(c *cand, cost Amount, gcs *[]gcCand) {
 // any of it.
 func (e *Engine) balance(c *cand) Amount {
 	s := &e.lane
-	if i := c.payerIdx; i != 0 && s.accts != nil {
-		e.available(c) // looks the payer's account up, once per block
-		if n := s.avail[i].acct; n != 0 {
+	if c.payerIdx != 0 && s.accts != nil {
+		if n := e.availOf(c).acct; n != 0 {
 			return s.accts.BalanceOf(n - 1)
 		}
 		return Amount{}
