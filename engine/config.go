@@ -135,7 +135,7 @@ func (p LaneParams) Validate() error {
 // million timers miss the TLB less (end of block at 1M pending 247 -> 201
 // µs per block on the machine it was measured on); but where the kernel,
 // or a virtual machine's host, maps a huge page slowly on its first touch,
-// the Schedule that touches a new one waits for it (4.4 ms on a machine
+// the Schedule that touches a new one waits for it (4.1-4.8 ms on a machine
 // whose end of block gained nothing from them: README, "Session 12").
 // Nothing the engine computes depends on it.
 func SetHugePages(on bool) { hugepage.SetEnabled(on) }
