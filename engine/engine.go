@@ -72,7 +72,7 @@ type Engine struct {
 	q      *calendar.Queue
 	recs   slab.Slab[rec]
 	lens   slab.Slab[dataLen] // by record index
-	free   freeList           // records to reuse, last freed first
+	free   slab.Stack         // records to reuse, last freed first
 	nrecs  uint32             // records handed out at least once; index 0 is reserved
 	ids    idIndex
 	actors actorTable
@@ -478,7 +478,7 @@ func (e *Engine) newRec(id *TimerID, height, seq uint64, handler, body []byte) u
 // queued): its place on the free list is the one it was taken from.
 func (e *Engine) dropNewRec(i uint32) {
 	e.data.Free(e.recs.At(i).data)
-	e.free.push(i)
+	e.free.Push(i)
 }
 
 // linkRec makes record i from newRec a pending timer: its fee, its
@@ -524,7 +524,7 @@ func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(
 // Keccak of its id instead of following it.
 func (e *Engine) prefetchNew(h uint64, dataLen int) {
 	var rec, lens, data unsafe.Pointer
-	if i, ok := e.free.top(); ok {
+	if i, ok := e.free.Top(); ok {
 		rec = unsafe.Pointer(e.recs.At(i))
 		if dataLen > 0 {
 			lens = unsafe.Pointer(e.lens.At(i))
@@ -537,7 +537,7 @@ func (e *Engine) prefetchNew(h uint64, dataLen int) {
 }
 
 func (e *Engine) allocRec() uint32 {
-	if i, ok := e.free.pop(); ok {
+	if i, ok := e.free.Pop(); ok {
 		return i
 	}
 	i := e.nrecs
@@ -548,7 +548,7 @@ func (e *Engine) allocRec() uint32 {
 	e.lens.Ensure(i)
 	// Room to free every record without growing: releasing allocates
 	// nothing, even when a block fires far more timers than it schedules.
-	e.free.reserve(e.recs.Cap())
+	e.free.Reserve(e.recs.Cap())
 	e.nrecs++
 	return i
 }
@@ -623,7 +623,7 @@ func (e *Engine) releaseHeld(i uint32, h holds) {
 	e.data.Free(h.data)
 	e.actors.unref(h.actor)
 	e.freeFee(h.fee)
-	e.free.push(i)
+	e.free.Push(i)
 }
 
 // idPreLen bounds the id preimages timerID hashes in one Write: a 100-byte
@@ -727,46 +727,9 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{Pending: e.pending, Actors: e.actors.len()}
 	s.InRing, s.InEpochs, s.InOverflow = e.q.TierLens()
-	s.ArenaBytes = e.q.C.Bytes() + e.recs.Bytes() + e.lens.Bytes() + e.free.bytes()
+	s.ArenaBytes = e.q.C.Bytes() + e.recs.Bytes() + e.lens.Bytes() + e.free.Bytes()
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
 	s.OverflowTombstones = e.q.Tombstones()
 	return s
-}
-
-// freeList is a stack of record indices on a slab: it grows a chunk at a
-// time as the records do, where a slice would be copied whole into a new
-// array each time it grew (at a million timers, an allocation of 4 MiB
-// whose clearing touched every page: a Schedule that paused for 15 ms,
-// BenchmarkGrowth).
-type freeList struct {
-	s slab.Slab[uint32]
-	n uint32
-}
-
-// reserve makes room for n records.
-func (f *freeList) reserve(n int) { f.s.Ensure(uint32(n - 1)) }
-
-func (f *freeList) bytes() int { return f.s.Bytes() }
-
-// push adds record i, in room that reserve made.
-func (f *freeList) push(i uint32) {
-	*f.s.At(f.n) = i
-	f.n++
-}
-
-// top is the record pop would return.
-func (f *freeList) top() (uint32, bool) {
-	if f.n == 0 {
-		return 0, false
-	}
-	return *f.s.At(f.n - 1), true
-}
-
-func (f *freeList) pop() (uint32, bool) {
-	i, ok := f.top()
-	if ok {
-		f.n--
-	}
-	return i, ok
 }

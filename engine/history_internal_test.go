@@ -294,7 +294,7 @@ func (e *Engine) checkConsistent(t testing.TB) {
 			refs[a]++ // the fairness window's
 		}
 	}
-	require.Equal(t, n+held, int(e.nrecs)-1-int(e.free.n), "records in use")
+	require.Equal(t, n+held, int(e.nrecs)-1-e.free.Len(), "records in use")
 	// Every fee entry is a pending or held record's, or free, once.
 	fees := map[uint32]bool{}
 	for _, s := range e.ids.all() {

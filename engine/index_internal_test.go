@@ -95,13 +95,13 @@ func TestDuplicateGivesBackItsRecord(t *testing.T) {
 		}
 	}
 	refuse() // the first refusal may take a fresh record, and free it
-	recs, free, pool, st := e.nrecs, int(e.free.n), e.data.Bytes(), e.Stats()
+	recs, free, pool, st := e.nrecs, e.free.Len(), e.data.Bytes(), e.Stats()
 	for range 10_000 {
 		refuse()
 	}
-	if e.nrecs != recs || int(e.free.n) != free || e.data.Bytes() != pool {
+	if e.nrecs != recs || e.free.Len() != free || e.data.Bytes() != pool {
 		t.Fatalf("after 30,000 refusals: %d records (%d free), %d pool bytes; before %d (%d free), %d",
-			e.nrecs, int(e.free.n), e.data.Bytes(), recs, free, pool)
+			e.nrecs, e.free.Len(), e.data.Bytes(), recs, free, pool)
 	}
 	if got := e.Stats(); got != st {
 		t.Fatalf("after the refusals: %+v, before %+v", got, st)
@@ -321,29 +321,4 @@ func randomIDs(n int, r *rand.Rand) []TimerID {
 		}
 	}
 	return ids
-}
-
-// TestFreeListAcrossChunks pushes and pops more records than a slab chunk
-// holds: last in, first out, across the chunk boundary and back.
-func TestFreeListAcrossChunks(t *testing.T) {
-	var f freeList
-	const n = 3*4096 + 5
-	f.reserve(n)
-	if _, ok := f.pop(); ok {
-		t.Fatal("pop of an empty list gave a record")
-	}
-	for i := uint32(1); i <= n; i++ {
-		f.push(i * 7)
-		if top, ok := f.top(); !ok || top != i*7 {
-			t.Fatalf("after pushing %d: top %d, %v", i*7, top, ok)
-		}
-	}
-	for i := uint32(n); i >= 1; i-- {
-		if got, ok := f.pop(); !ok || got != i*7 {
-			t.Fatalf("pop %d: got %d, %v", n-i, got, ok)
-		}
-	}
-	if _, ok := f.top(); ok || f.n != 0 {
-		t.Fatalf("%d left after popping all", f.n)
-	}
 }

@@ -145,10 +145,13 @@ func (b *Bucket) Detach() Bucket {
 
 // Release returns every chunk of b to the arena and empties it.
 func (b *Bucket) Release(c *Chunks) {
-	for i := b.head; i != nilChunk; {
-		next := c.slab.At(i).next
-		c.release(i)
-		i = next
+	if b.tail != nilChunk {
+		for i := b.head; i != b.tail; {
+			next := c.slab.At(i).next
+			c.release(i)
+			i = next
+		}
+		c.release(b.tail) // without reading its next: undefined, see alloc
 	}
 	*b = Bucket{}
 }
@@ -210,7 +213,10 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 				return s.entry(it.base), true
 			}
 		}
-		next := it.ch.next
+		next := nilChunk
+		if it.chunk != it.tail {
+			next = it.ch.next
+		}
 		c.release(it.chunk)
 		it.chunk, it.i, it.ch, it.n = next, 0, nil, 0
 	}
@@ -225,8 +231,11 @@ func (b *Bucket) Walk(c *Chunks, f func(Entry)) {
 // WalkPos calls f for each live entry of b and its position, in order,
 // without changing b.
 func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
+	if b.tail == nilChunk {
+		return
+	}
 	from := b.headOff
-	for i := b.head; i != nilChunk; i, from = c.slab.At(i).next, 0 {
+	for i := b.head; ; i, from = c.slab.At(i).next, 0 {
 		ch := c.slab.At(i)
 		n := uint32(ChunkLen)
 		if i == b.tail {
@@ -236,6 +245,9 @@ func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
 			if s := &ch.e[j]; s.Seq != 0 {
 				f(s.entry(b.base), Pos(i*ChunkLen+j))
 			}
+		}
+		if i == b.tail {
+			return
 		}
 	}
 }

@@ -51,10 +51,14 @@ type chunk struct {
 }
 
 // Chunks is the arena the buckets' chunks come from: slabs that never move,
-// and a free list.
+// and a stack of free chunks. The free list is kept apart from the chunks
+// rather than threaded through their next fields: freeing a bucket's last
+// chunk, as a Cancel of its last timer does, then writes no line of the
+// chunk (its next field is a line of its own, a miss once the chunk has
+// left the cache).
 type Chunks struct {
 	slab slab.Slab[chunk]
-	free uint32 // head of the free list, threaded through next
+	free slab.Stack
 	used uint32 // chunks handed out at least once; index 0 is reserved
 	live int
 }
@@ -66,11 +70,11 @@ func NewChunks() *Chunks {
 	return c
 }
 
+// alloc returns a chunk whose next field is undefined: a bucket reads a
+// chunk's next only once it has linked one after it.
 func (c *Chunks) alloc() uint32 {
 	c.live++
-	if i := c.free; i != nilChunk {
-		c.free = c.slab.At(i).next
-		c.slab.At(i).next = nilChunk
+	if i, ok := c.free.Pop(); ok {
 		return i
 	}
 	i := c.used
@@ -78,13 +82,13 @@ func (c *Chunks) alloc() uint32 {
 		panic("ring: chunk arena exhausted (2^26 chunks)")
 	}
 	c.slab.Ensure(i)
+	c.free.Reserve(int(i)) // room to free every chunk handed out
 	c.used++
 	return i
 }
 
 func (c *Chunks) release(i uint32) {
-	c.slab.At(i).next = c.free
-	c.free = i
+	c.free.Push(i)
 	c.live--
 }
 
@@ -109,4 +113,4 @@ func (c *Chunks) At(p Pos) (seq uint64, val uint32) {
 func (c *Chunks) Live() int { return c.live }
 
 // Bytes is the memory held by the arena's slabs.
-func (c *Chunks) Bytes() int { return c.slab.Bytes() }
+func (c *Chunks) Bytes() int { return c.slab.Bytes() + c.free.Bytes() }

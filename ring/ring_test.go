@@ -99,6 +99,57 @@ func TestChunksAreReused(t *testing.T) {
 	}
 }
 
+// TestTailNextIsNeverRead: a chunk's next field is undefined until a
+// bucket links a chunk after it (alloc leaves what the chunk's last use
+// wrote there), so nothing may follow the tail's. Each way of reading or
+// emptying a bucket runs with the tail's next poisoned: following it would
+// index past the slab and panic.
+func TestTailNextIsNeverRead(t *testing.T) {
+	ops := []struct {
+		name string
+		run  func(c *Chunks, b *Bucket) int // entries seen
+	}{
+		{"Walk", func(c *Chunks, b *Bucket) int {
+			n := 0
+			b.Walk(c, func(Entry) { n++ })
+			b.Release(c)
+			return n
+		}},
+		{"Drain", func(c *Chunks, b *Bucket) int { return len(seqs(c, b.Drain())) }},
+		{"Shift", func(c *Chunks, b *Bucket) int {
+			n := 0
+			for _, ok := b.Shift(c); ok; _, ok = b.Shift(c) {
+				n++
+			}
+			return n
+		}},
+		{"Kill", func(c *Chunks, b *Bucket) int {
+			var ps []Pos
+			b.WalkPos(c, func(_ Entry, p Pos) { ps = append(ps, p) })
+			for _, p := range ps {
+				b.Kill(c, p) // the last frees every chunk
+			}
+			return len(ps)
+		}},
+	}
+	for _, op := range ops {
+		for _, n := range []int{1, ChunkLen - 1, ChunkLen, ChunkLen + 1, 3*ChunkLen + 2} {
+			c := NewChunks()
+			var b Bucket
+			for s := range uint64(n) {
+				b.Push(c, Entry{Height: 9, Seq: s + 1})
+			}
+			c.slab.At(b.tail).next = MaxChunks - 1
+			if got := op.run(c, &b); got != n {
+				t.Errorf("%s of %d entries saw %d", op.name, n, got)
+			}
+			if c.Live() != 0 || b != (Bucket{}) {
+				t.Errorf("%s of %d entries left %d chunks live, bucket %+v", op.name, n, c.Live(), b)
+			}
+		}
+	}
+}
+
 func TestRing(t *testing.T) {
 	c := NewChunks()
 	r, err := New(8)

@@ -90,3 +90,28 @@ func TestBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestStackAcrossChunks pushes and pops more values than a slab chunk
+// holds: last in, first out, across the chunk boundary and back.
+func TestStackAcrossChunks(t *testing.T) {
+	var f Stack
+	const n = 3*4096 + 5
+	f.Reserve(n)
+	if _, ok := f.Pop(); ok {
+		t.Fatal("pop of an empty list gave a value")
+	}
+	for i := uint32(1); i <= n; i++ {
+		f.Push(i * 7)
+		if top, ok := f.Top(); !ok || top != i*7 {
+			t.Fatalf("after pushing %d: top %d, %v", i*7, top, ok)
+		}
+	}
+	for i := uint32(n); i >= 1; i-- {
+		if got, ok := f.Pop(); !ok || got != i*7 {
+			t.Fatalf("pop %d: got %d, %v", n-i, got, ok)
+		}
+	}
+	if _, ok := f.Top(); ok || f.n != 0 {
+		t.Fatalf("%d left after popping all", f.n)
+	}
+}
