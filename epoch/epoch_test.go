@@ -35,6 +35,8 @@ func TestOf(t *testing.T) {
 	}{
 		{1, 0, 0}, {1, 5, 5}, {4, 3, 0}, {4, 4, 1}, {4, 7, 1}, {3, 9, 3},
 		{1024, 1<<64 - 1, (1<<64 - 1) / 1024}, {1, 1<<64 - 1, 1<<64 - 1},
+		{1000, 1<<64 - 1, (1<<64 - 1) / 1000}, {1 << 31, 1<<64 - 1, 1<<33 - 1},
+		{1<<31 - 1, 1<<31 - 1, 1}, {1<<31 - 1, 1<<31 - 2, 0},
 	}
 	for _, tc := range tests {
 		s, err := epoch.New(tc.length, 2)
@@ -43,6 +45,25 @@ func TestOf(t *testing.T) {
 		}
 		if got := s.Of(tc.h); got != tc.want {
 			t.Errorf("length %d: Of(%d) = %d, want %d", tc.length, tc.h, got, tc.want)
+		}
+	}
+}
+
+func TestIndex(t *testing.T) {
+	tests := []struct {
+		count, e, want uint64
+	}{
+		{1, 0, 0}, {1, 1<<64 - 1, 0}, {2, 5, 1}, {3, 5, 2}, {3, 1<<64 - 1, 0},
+		{8192, 8192, 0}, {8192, 1<<64 - 1, 8191}, {1 << 20, 1<<20 + 7, 7},
+		{1<<20 - 1, 1<<20 + 7, 8}, {1000, 1<<64 - 1, (1<<64 - 1) % 1000},
+	}
+	for _, tc := range tests {
+		s, err := epoch.New(4, tc.count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Index(tc.e); got != tc.want {
+			t.Errorf("count %d: Index(%d) = %d, want %d", tc.count, tc.e, got, tc.want)
 		}
 	}
 }
