@@ -271,7 +271,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	a.pending--
 	e.pending--
 	if _, listed := r.onList(); !listed {
-		e.q.PrefetchAt(ring.Pos(r.at)) // the commit unlinks it
+		e.q.PrefetchAt(r.height, ring.Pos(r.at)) // the commit unlinks it
 	}
 	e.pushUndo(i, undoCancel).setHeld(r.held())
 	e.touch(&id)

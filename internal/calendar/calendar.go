@@ -62,6 +62,7 @@ import (
 	"unsafe"
 
 	"github.com/timerlane/timerlane/epoch"
+	"github.com/timerlane/timerlane/internal/prefetch"
 	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/overflow"
 	"github.com/timerlane/timerlane/ring"
@@ -368,9 +369,18 @@ func (q *Queue) inOstage(h, seq uint64) bool {
 // place inserts a timer that moves down a tier and reports its position.
 func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
 
-// PrefetchAt starts loading the slot of a timer last reported at p, which
-// a Remove will read and write. It is a hint: any p is harmless.
-func (q *Queue) PrefetchAt(p ring.Pos) { q.C.Prefetch(p) }
+// PrefetchAt starts loading the slot of a timer of height h last reported
+// at p, and its bucket, which a Remove will read and write. It is a hint:
+// any h and p are harmless.
+func (q *Queue) PrefetchAt(h uint64, p ring.Pos) {
+	q.C.Prefetch(p)
+	switch {
+	case h <= q.ringEnd:
+		prefetch.Line(unsafe.Pointer(q.ring.Bucket(h)))
+	case h <= q.epochEnd:
+		prefetch.Line(unsafe.Pointer(q.epochs.Bucket(q.epochs.Of(h))))
+	}
+}
 
 // Remove takes the resident timer (height, seq), last reported at p, out
 // of its tier.
