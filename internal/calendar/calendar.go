@@ -59,6 +59,7 @@ package calendar
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/timerlane/timerlane/epoch"
@@ -147,9 +148,7 @@ type Queue struct {
 	dead     int
 	deadKeys []ring.Entry
 
-	// purge's buffers, kept so that a purge allocates only the new tree.
-	sortA, sortB []radix.Item
-	sorted       []ring.Entry
+	keys keySorter // purge's
 }
 
 // purgeFloor is how many more tombstones than twice its timers the tree
@@ -353,6 +352,61 @@ func inOrder(es []ring.Entry, items, spare []radix.Item) (order, other []radix.I
 	return radix.Sort(items, spare, radix.Diff(items))
 }
 
+// keySorter sorts entries by (height, seq) in buffers it keeps, so that a
+// purge allocates only the new tree.
+type keySorter struct {
+	items, spare  []radix.Item
+	entries       []ring.Entry
+	words, wspare []uint64
+}
+
+// sort sorts es in place by (height, seq), which are unique; their Vals
+// are lost.
+func (k *keySorter) sort(es []ring.Entry) {
+	if k.sortPacked(es) {
+		return
+	}
+	k.items, k.spare = inOrder(es, k.items, k.spare)
+	k.entries = k.entries[:0]
+	for _, it := range k.items {
+		k.entries = append(k.entries, es[it.Pos])
+	}
+	copy(es, k.entries)
+}
+
+// sortPacked is sort when each entry fits in 55 bits as (height -
+// lowest) above (seq - lowest): one radix pass per 11 bits of 8-byte
+// words, where inOrder makes one per varying byte of a 16-byte item, for
+// the seq and then for the height. A purge's tombstones, far timers
+// cancelled within a stretch of blocks, fit. It reports false, es
+// untouched, when they do not.
+func (k *keySorter) sortPacked(es []ring.Entry) bool {
+	if len(es) == 0 {
+		return true
+	}
+	hlo, hhi, slo, shi := es[0].Height, es[0].Height, es[0].Seq, es[0].Seq
+	for _, e := range es[1:] {
+		hlo, hhi = min(hlo, e.Height), max(hhi, e.Height)
+		slo, shi = min(slo, e.Seq), max(shi, e.Seq)
+	}
+	sbits := uint(bits.Len64(shi - slo))
+	width := uint(bits.Len64(hhi-hlo)) + sbits
+	if width > radix.HighDigitBits*radix.MaxHighPasses {
+		return false
+	}
+	k.words = k.words[:0]
+	for _, e := range es { // the key's top bit at bit 63 (width 0: all 0)
+		k.words = append(k.words, ((e.Height-hlo)<<sbits|(e.Seq-slo))<<(64-width))
+	}
+	passes := int(width+radix.HighDigitBits-1) / radix.HighDigitBits
+	k.words, k.wspare = radix.SortHigh(k.words, k.wspare, passes)
+	for i, v := range k.words {
+		v >>= 64 - width
+		es[i] = ring.Entry{Height: hlo + v>>sbits, Seq: slo + v&(1<<sbits-1)}
+	}
+	return true
+}
+
 // noBulk panics inside a bulk load, where the tree lacks its timers.
 func (q *Queue) noBulk() {
 	if q.inBulk {
@@ -446,12 +500,8 @@ func (q *Queue) Kill(height, seq uint64, p ring.Pos) {
 // with those dropped since they were killed, which the tree no longer
 // holds: no timer has their (height, seq), so none is taken by mistake.
 func (q *Queue) purge() {
-	q.sortA, q.sortB = inOrder(q.deadKeys, q.sortA, q.sortB)
-	q.sorted = q.sorted[:0]
-	for _, it := range q.sortA {
-		q.sorted = append(q.sorted, q.deadKeys[it.Pos])
-	}
-	q.overflow.Purge(q.sorted, func(x ring.Entry) {
+	q.keys.sort(q.deadKeys)
+	q.overflow.Purge(q.deadKeys, func(x ring.Entry) {
 		q.dead--
 		q.leftTree(x.Height)
 	})

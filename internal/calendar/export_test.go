@@ -1,5 +1,7 @@
 package calendar
 
+import "github.com/timerlane/timerlane/ring"
+
 // StageLens reports, for tests, the timers in staging and those of the
 // staged epoch still in its epoch bucket, and the timers in the overflow
 // stage and those of its epoch still in the tree.
@@ -18,3 +20,13 @@ func (q *Queue) TreeState() (dead, named, inTree int) {
 
 // InOrder is inOrder, for tests.
 var InOrder = inOrder
+
+// SortKeys sorts es as a purge does and reports whether it packed them.
+func SortKeys(es []ring.Entry) (packed bool) {
+	var k keySorter
+	packed = k.sortPacked(es)
+	if !packed {
+		k.sort(es)
+	}
+	return packed
+}

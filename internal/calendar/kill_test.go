@@ -210,3 +210,53 @@ func TestInOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestSortKeys: a purge's keys come out in (height, seq) order, packed into
+// words when their spans fit 55 bits (heights near 2^64 too), sorted as
+// items when they do not.
+func TestSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		name       string
+		hlo, hspan uint64 // heights in [hlo, hlo+hspan)
+		sspan      uint64 // seqs in [1, 1+sspan), distinct
+		n          int
+		packed     bool
+	}{
+		{"empty", 0, 1, 1, 0, true},
+		{"one", 7, 1, 1, 1, true},
+		{"one height", 1 << 30, 1, 1 << 20, 400, true},
+		{"far and spread", 1 << 40, 1 << 24, 1 << 20, 2000, true},
+		{"top heights", math.MaxUint64 - 2, 3, 1 << 50, 300, true},
+		{"exactly 55 bits", 0, 1 << 5, 1 << 50, 300, true},
+		{"56 bits", 0, 1 << 6, 1 << 50, 300, false},
+		{"whole range", 0, math.MaxUint64, 1 << 40, 500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := make([]ring.Entry, tc.n)
+			seen := map[uint64]bool{}
+			for i := range es {
+				s := 1 + rng.Uint64N(tc.sspan)
+				for seen[s] {
+					s = 1 + rng.Uint64N(tc.sspan)
+				}
+				seen[s] = true
+				es[i] = ring.Entry{Height: tc.hlo + rng.Uint64N(tc.hspan), Seq: s}
+			}
+			if tc.n > 2 { // the spans' ends, so that the widths are exact
+				es[0].Height, es[1].Height = tc.hlo, tc.hlo+tc.hspan-1
+				es[0].Seq, es[1].Seq = 1, tc.sspan
+			}
+			want := slices.Clone(es)
+			slices.SortFunc(want, func(a, b ring.Entry) int {
+				return cmp.Or(cmp.Compare(a.Height, b.Height), cmp.Compare(a.Seq, b.Seq))
+			})
+			if packed := calendar.SortKeys(es); packed != tc.packed {
+				t.Errorf("packed %v, want %v", packed, tc.packed)
+			}
+			if !slices.Equal(es, want) {
+				t.Fatal("not in (height, seq) order")
+			}
+		})
+	}
+}
