@@ -53,7 +53,7 @@ func (b *Bucket) newTail(c *Chunks, h uint64) {
 	if b.tail == nilChunk {
 		b.head, b.base = n, h
 	} else {
-		c.slab.At(b.tail).next = n
+		*c.next.At(b.tail) = n
 	}
 	b.tail, b.tailLen = n, 0
 }
@@ -129,7 +129,7 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 		if b.head == b.tail {
 			panic("ring: bucket counts a live entry it does not hold")
 		}
-		next := ch.next
+		next := *c.next.At(b.head)
 		c.release(b.head)
 		b.head, b.headOff = next, 0
 	}
@@ -147,7 +147,7 @@ func (b *Bucket) Detach() Bucket {
 func (b *Bucket) Release(c *Chunks) {
 	if b.tail != nilChunk {
 		for i := b.head; i != b.tail; {
-			next := c.slab.At(i).next
+			next := *c.next.At(i)
 			c.release(i)
 			i = next
 		}
@@ -203,7 +203,7 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 				// memory: 10.0 -> 7.9 ns per timer in pass timers).
 				b := unsafe.Pointer(it.ch)
 				prefetch.Lines(unsafe.Add(b, 64), unsafe.Add(b, 128), unsafe.Add(b, 192), unsafe.Add(b, 256))
-				prefetch.Lines(unsafe.Add(b, 320), unsafe.Add(b, 384), unsafe.Add(b, 448), unsafe.Pointer(c.slab.At(it.ch.next)))
+				prefetch.Lines(unsafe.Add(b, 320), unsafe.Add(b, 384), unsafe.Add(b, 448), unsafe.Pointer(c.slab.At(*c.next.At(it.chunk))))
 			}
 		}
 		for it.i < it.n {
@@ -215,7 +215,7 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 		}
 		next := nilChunk
 		if it.chunk != it.tail {
-			next = it.ch.next
+			next = *c.next.At(it.chunk)
 		}
 		c.release(it.chunk)
 		it.chunk, it.i, it.ch, it.n = next, 0, nil, 0
@@ -235,7 +235,7 @@ func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
 		return
 	}
 	from := b.headOff
-	for i := b.head; ; i, from = c.slab.At(i).next, 0 {
+	for i := b.head; ; i, from = *c.next.At(i), 0 {
 		ch := c.slab.At(i)
 		n := uint32(ChunkLen)
 		if i == b.tail {

@@ -45,19 +45,26 @@ const MaxChunks = 1 << 26
 // nilChunk is the chunk index that names no chunk.
 const nilChunk uint32 = 0
 
+// A chunk is 512 bytes, so that the slab's chunks lie on cache-line
+// boundaries (a slab's arrays are page-aligned): with its next index
+// inside, a chunk took 520 bytes and one slot in eight straddled two
+// lines. The next indices live in an array of their own.
 type chunk struct {
-	e    [ChunkLen]slot
-	next uint32
+	e [ChunkLen]slot
 }
 
+var (
+	_ [unsafe.Sizeof(chunk{}) - 512]struct{}
+	_ [512 - unsafe.Sizeof(chunk{})]struct{}
+)
+
 // Chunks is the arena the buckets' chunks come from: slabs that never move,
-// and a stack of free chunks. The free list is kept apart from the chunks
-// rather than threaded through their next fields: freeing a bucket's last
-// chunk, as a Cancel of its last timer does, then writes no line of the
-// chunk (its next field is a line of its own, a miss once the chunk has
-// left the cache).
+// the chunks' next indices, and a stack of free chunks. Freeing a bucket's
+// last chunk, as a Cancel of its last timer does, touches no line of the
+// chunk, which may well have left the cache.
 type Chunks struct {
 	slab slab.Slab[chunk]
+	next slab.Slab[uint32] // chunk i's successor in its bucket
 	free slab.Stack
 	used uint32 // chunks handed out at least once; index 0 is reserved
 	live int
@@ -67,6 +74,7 @@ type Chunks struct {
 func NewChunks() *Chunks {
 	c := &Chunks{used: 1}
 	c.slab.Ensure(0)
+	c.next.Ensure(0)
 	return c
 }
 
@@ -82,6 +90,7 @@ func (c *Chunks) alloc() uint32 {
 		panic("ring: chunk arena exhausted (2^26 chunks)")
 	}
 	c.slab.Ensure(i)
+	c.next.Ensure(i)
 	c.free.Reserve(int(i)) // room to free every chunk handed out
 	c.used++
 	return i
@@ -113,4 +122,4 @@ func (c *Chunks) At(p Pos) (seq uint64, val uint32) {
 func (c *Chunks) Live() int { return c.live }
 
 // Bytes is the memory held by the arena's slabs.
-func (c *Chunks) Bytes() int { return c.slab.Bytes() + c.free.Bytes() }
+func (c *Chunks) Bytes() int { return c.slab.Bytes() + c.next.Bytes() + c.free.Bytes() }

@@ -139,13 +139,28 @@ func TestTailNextIsNeverRead(t *testing.T) {
 			for s := range uint64(n) {
 				b.Push(c, Entry{Height: 9, Seq: s + 1})
 			}
-			c.slab.At(b.tail).next = MaxChunks - 1
+			*c.next.At(b.tail) = MaxChunks - 1
 			if got := op.run(c, &b); got != n {
 				t.Errorf("%s of %d entries saw %d", op.name, n, got)
 			}
 			if c.Live() != 0 || b != (Bucket{}) {
 				t.Errorf("%s of %d entries left %d chunks live, bucket %+v", op.name, n, c.Live(), b)
 			}
+		}
+	}
+}
+
+// TestChunksAreLineAligned: every chunk starts a cache line, so that no
+// slot straddles two (the slab's arrays are page-aligned, and a chunk is
+// 512 bytes).
+func TestChunksAreLineAligned(t *testing.T) {
+	c := NewChunks()
+	for range 3 * 4096 {
+		c.alloc()
+	}
+	for i := uint32(1); i < c.used; i++ {
+		if a := uintptr(unsafe.Pointer(c.slab.At(i))); a%64 != 0 {
+			t.Fatalf("chunk %d at %#x, %d bytes into a line", i, a, a%64)
 		}
 	}
 }
