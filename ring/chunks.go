@@ -109,6 +109,14 @@ func (c *Chunks) Prefetch(p Pos) {
 	}
 }
 
+// prefetchFull starts loading the lines of full chunk i past its first,
+// and the first of the chunk after it.
+func (c *Chunks) prefetchFull(i uint32) {
+	b := unsafe.Pointer(c.slab.At(i))
+	prefetch.Lines(unsafe.Add(b, 64), unsafe.Add(b, 128), unsafe.Add(b, 192), unsafe.Add(b, 256))
+	prefetch.Lines(unsafe.Add(b, 320), unsafe.Add(b, 384), unsafe.Add(b, 448), unsafe.Pointer(c.slab.At(*c.next.At(i))))
+}
+
 func (c *Chunks) at(p Pos) *slot { return &c.slab.At(uint32(p) / ChunkLen).e[p%ChunkLen] }
 
 // At returns the sequence and value of the entry at p (a sequence of 0: a

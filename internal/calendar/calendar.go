@@ -677,6 +677,9 @@ func (q *Queue) stageShare() {
 // chunks back to the arena as it goes.
 func (q *Queue) Take() ring.Iter {
 	q.noBulk()
+	// The next height's bucket was written blocks ago: its first lines
+	// load while this one is read.
+	q.ring.Bucket(q.cur+1).PrefetchHead(q.C)
 	return q.ring.Take(q.cur)
 }
 
