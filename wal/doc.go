@@ -73,6 +73,13 @@
 // snapshot at least K blocks below the last height, if every record after
 // it is there and valid (see Rollback).
 //
+// With Options.ReadOnly, Open does all of this and writes nothing: no
+// lock, no removal of temporary snapshots, no cut of a torn tail (the
+// log's state ends before it all the same, and Recovery().Cut says so
+// with Left set); the Log refuses every write with ErrReadOnly. The
+// `timerlane inspect`, `verify` and `prove` commands open a directory so,
+// beside a running node if need be.
+//
 // Damage is either a torn tail or corruption:
 //
 //   - Torn tail: in the last segment, bytes from some offset to the end that

@@ -30,6 +30,9 @@ var (
 	// interleave their records and cut each other's tails. The directory
 	// is untouched.
 	ErrLocked = errors.New("wal: log directory in use")
+	// ErrReadOnly is returned by Append, Sync, WriteSnapshot and Truncate
+	// on a Log opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("wal: log opened read-only")
 )
 
 // CorruptError says that a file of the log does not hold what the log

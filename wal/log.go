@@ -99,6 +99,18 @@ type Options struct {
 	// Repair) instead of failing with a *CorruptError. Only for a user who
 	// asked for it: the records after the corruption are lost.
 	Repair bool
+	// ReadOnly opens the log to read it only, as a tool that inspects or
+	// verifies a directory must: Open then writes nothing. It creates no
+	// directory and no lock file, leaves a torn tail in its file (the
+	// log's state ends before it, and Recovery().Cut describes it with
+	// Left set) and leftover temporary snapshots in place, and takes no
+	// lock: writing nothing, it cannot harm a writer, so it works beside a
+	// running node, on a copy, or on a directory it may not write. Beside
+	// a writer it sees the records that were whole when it read them, and
+	// a file the writer removes or truncates meanwhile makes Open or
+	// Replay fail (try again). Append, Sync, WriteSnapshot and Truncate
+	// fail with ErrReadOnly. Not with Repair.
+	ReadOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -193,7 +205,8 @@ type Recovery struct {
 	LastHeight uint64
 	// Records is the number of records Replay yields.
 	Records int
-	// Cut, if not nil, is the torn tail that Open cut from the last segment.
+	// Cut, if not nil, is the torn tail that Open cut from the last segment
+	// (or, read-only, found and left there: Cut.Left).
 	Cut *Cut
 	// SkippedSnapshots are damaged snapshots newer than the one used (each
 	// a *CorruptError); Open used an older snapshot because the log still
@@ -205,16 +218,24 @@ type Recovery struct {
 
 // Cut is a torn tail cut by Open: the bytes from Offset to the end of
 // Segment (Bytes of them) did not hold a whole record. Removed says the
-// whole file went (its header was torn).
+// whole file went (its header was torn). Left says that the log was
+// opened read-only: the bytes, or the file, are still there, and the
+// log's state ends before them all the same.
 type Cut struct {
 	Segment string
 	Offset  int64
 	Bytes   int64
 	Removed bool
+	Left    bool
 }
 
 func (c *Cut) String() string {
-	if c.Removed {
+	switch {
+	case c.Left && c.Removed:
+		return fmt.Sprintf("ignored %s (%d bytes, its header incomplete; read-only, left in place)", c.Segment, c.Bytes)
+	case c.Left:
+		return fmt.Sprintf("ignored %s from offset %d (%d bytes; read-only, left in place)", c.Segment, c.Offset, c.Bytes)
+	case c.Removed:
 		return fmt.Sprintf("removed %s (%d bytes, its header incomplete)", c.Segment, c.Bytes)
 	}
 	return fmt.Sprintf("cut %s at offset %d (%d bytes)", c.Segment, c.Offset, c.Bytes)
@@ -274,6 +295,9 @@ func (l *Log) check() error {
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	if l.failed != nil {
 		return l.failed

@@ -23,9 +23,13 @@ import (
 // in heights anywhere but at the very end of the last segment, or a
 // damaged newest snapshot that the log does not cover from an older
 // snapshot. With Options.Repair it truncates there instead (see Repair).
-// Other errors are the filesystem's.
+// With Options.ReadOnly it writes nothing at all. Other errors are the
+// filesystem's.
 func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
+	if opts.ReadOnly {
+		return openReadOnly(fsys, dir, opts)
+	}
 	lock, err := lockDir(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -54,6 +58,22 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		l.stop = make(chan struct{})
 		l.done = make(chan struct{})
 		go l.syncer(opts.Sync.interval)
+	}
+	return l, nil
+}
+
+// openReadOnly is Open with Options.ReadOnly: recovery that writes
+// nothing, and a Log that refuses to.
+func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
+	if opts.Repair {
+		return nil, errors.New("wal: Options.Repair and ReadOnly exclude each other")
+	}
+	if _, err := fsys.Stat(dir); err != nil {
+		return nil, err // a missing directory is not an empty log here
+	}
+	l := &Log{fs: fsys, dir: dir, opts: opts}
+	if err := l.recover(); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -192,14 +212,16 @@ type found struct {
 
 func (l *Log) recover() error {
 	fsys, dir, opts := l.fs, l.dir, l.opts
-	if err := ensureDir(fsys, dir); err != nil {
-		return err
+	if !opts.ReadOnly {
+		if err := ensureDir(fsys, dir); err != nil {
+			return err
+		}
 	}
 	ls, err := list(fsys, dir)
 	if err != nil {
 		return err
 	}
-	if len(ls.temps) > 0 {
+	if len(ls.temps) > 0 && !opts.ReadOnly {
 		for _, name := range ls.temps {
 			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !vfs.IsNotExist(err) {
 				return err
@@ -241,7 +263,7 @@ func (l *Log) recover() error {
 	l.bad = f.bad
 	l.last, l.durable, l.written = f.last, f.last, f.last
 	l.plan = f.sc.plan
-	if f.sc.tailName != "" {
+	if f.sc.tailName != "" && !opts.ReadOnly {
 		file, err := fsys.OpenAppend(filepath.Join(dir, f.sc.tailName))
 		if err != nil {
 			return err
@@ -465,13 +487,15 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			if isLast && tornAt(data, 0, maxLen, lostPages) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
-				if err := l.fs.Remove(path); err != nil {
-					return sc, err
+				if !l.opts.ReadOnly {
+					if err := l.fs.Remove(path); err != nil {
+						return sc, err
+					}
+					if err := vfs.SyncDir(l.fs, l.dir); err != nil {
+						return sc, err
+					}
 				}
-				if err := vfs.SyncDir(l.fs, l.dir); err != nil {
-					return sc, err
-				}
-				sc.cut = &Cut{Segment: seg.name, Offset: 0, Bytes: int64(len(data)), Removed: true}
+				sc.cut = &Cut{Segment: seg.name, Offset: 0, Bytes: int64(len(data)), Removed: true, Left: l.opts.ReadOnly}
 				break
 			}
 			return sc, corrupt(0, ferr.reason)
@@ -494,10 +518,12 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			r, ferr := decodeRecord(data[off:], maxLen)
 			if ferr != nil {
 				if isLast && tornAt(data, off, maxLen, lostPages) {
-					if err := l.fs.Truncate(path, off); err != nil {
-						return sc, err
+					if !l.opts.ReadOnly {
+						if err := l.fs.Truncate(path, off); err != nil {
+							return sc, err
+						}
 					}
-					sc.cut = &Cut{Segment: seg.name, Offset: off, Bytes: int64(len(data)) - off}
+					sc.cut = &Cut{Segment: seg.name, Offset: off, Bytes: int64(len(data)) - off, Left: l.opts.ReadOnly}
 					break
 				}
 				return sc, corrupt(off, ferr.reason)

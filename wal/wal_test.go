@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -757,4 +758,123 @@ func TestFailedLogReleasesDirectory(t *testing.T) {
 	if l.LastHeight() != 5 {
 		t.Fatalf("reopened at %d, want 5", l.LastHeight())
 	}
+}
+
+// TestReadOnly: a read-only Open recovers what a read-write one would,
+// without a single write of any kind (no lock, no cut, no removal of a
+// torn header or a leftover temporary snapshot, no append handle), beside
+// a writer that holds the directory too; the Log refuses every write.
+func TestReadOnly(t *testing.T) {
+	// A log of records 1..40 over several segments, snapshots at 12 and 25.
+	base := vfs.NewMem()
+	l, _ := openCheck(t, base, "/wal", Options{SegmentSize: 1500})
+	appendRange(t, l, 1, 12)
+	snapshot(t, l, 12)
+	appendRange(t, l, 13, 25)
+	snapshot(t, l, 25)
+	appendRange(t, l, 26, 40)
+	l.Close()
+	last := segmentFile(t, base, "/wal", -1)
+	lastData, _ := vfs.ReadFile(base, last)
+
+	for _, tc := range []struct {
+		name   string
+		damage func(m *vfs.MemFS)
+		want   uint64 // the last height recovered
+		cut    bool   // a torn tail found and left
+		writer bool   // a read-write Log holds the directory meanwhile
+	}{
+		{name: "clean", damage: func(*vfs.MemFS) {}, want: 40},
+		{name: "torn tail", damage: func(m *vfs.MemFS) { m.Truncate(last, int64(len(lastData))-3) }, want: 39, cut: true},
+		{name: "torn header", damage: func(m *vfs.MemFS) {
+			overwrite(t, m, "/wal/"+segmentName(41), []byte("TLW"))
+		}, want: 40, cut: true},
+		{name: "leftover temporary snapshot", damage: func(m *vfs.MemFS) {
+			overwrite(t, m, "/wal/"+tempName(41), []byte("partial"))
+		}, want: 40},
+		{name: "beside a writer", damage: func(*vfs.MemFS) {}, want: 40, writer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base.Clone()
+			tc.damage(m)
+			if tc.writer {
+				w, err := Open(m, "/wal", Options{Logf: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+			}
+			before := dirBytes(t, m, "/wal")
+			var writes []string
+			fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+				if errorfs.Writes.Has(op.Kind) || op.Kind == errorfs.OpOpenAppend {
+					writes = append(writes, op.String())
+				}
+				return errorfs.Fault{}
+			}))
+			var logged []string
+			r, got := openCheck(t, fsys, "/wal", Options{ReadOnly: true, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+			if got.last != tc.want {
+				t.Fatalf("recovered %+v, want last %d", got, tc.want)
+			}
+			if c := r.Recovery().Cut; (c != nil) != tc.cut || (c != nil && (!c.Left || !strings.Contains(c.String(), "left in place"))) {
+				t.Fatalf("Cut %+v (logged %q), want a torn tail found: %v", c, logged, tc.cut)
+			}
+			for name, call := range map[string]func() error{
+				"Append":        func() error { return r.Append(tc.want+1, bodyFor(tc.want+1)) },
+				"Sync":          r.Sync,
+				"WriteSnapshot": func() error { return r.WriteSnapshot(tc.want, bytes.NewReader(stateFor(tc.want))) },
+				"Truncate":      func() error { return r.Truncate(30, nil) },
+			} {
+				if err := call(); !errors.Is(err, ErrReadOnly) {
+					t.Errorf("%s: %v, want ErrReadOnly", name, err)
+				}
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(writes) > 0 {
+				t.Fatalf("a read-only Open wrote: %q", writes)
+			}
+			if after := dirBytes(t, m, "/wal"); !maps.EqualFunc(before, after, bytes.Equal) {
+				t.Fatalf("the directory changed: %d files before, %d after", len(before), len(after))
+			}
+			if !tc.writer { // and a writer recovers the same state
+				w, got := openCheck(t, m, "/wal", Options{})
+				w.Close()
+				if got.last != tc.want {
+					t.Fatalf("read-write Open recovered %+v, want last %d", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestReadOnlyRefuses: a read-only Open of a missing directory fails and
+// creates nothing; ReadOnly with Repair is refused.
+func TestReadOnlyRefuses(t *testing.T) {
+	m := vfs.NewMem()
+	if _, err := Open(m, "/none/wal", Options{ReadOnly: true}); !vfs.IsNotExist(err) {
+		t.Fatalf("missing directory: %v, want a not-exist error", err)
+	}
+	if names, _ := m.List("/"); len(names) != 0 {
+		t.Fatalf("created %q", names)
+	}
+	if _, err := Open(m, "/", Options{ReadOnly: true, Repair: true}); err == nil || !strings.Contains(err.Error(), "Repair") {
+		t.Fatalf("ReadOnly with Repair: %v", err)
+	}
+}
+
+// dirBytes is every file of dir and its bytes.
+func dirBytes(t *testing.T, fsys vfs.FS, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, name := range listDir(t, fsys, dir) {
+		b, err := vfs.ReadFile(fsys, filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	return files
 }
