@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -237,12 +239,75 @@ func TestOpenIsExclusive(t *testing.T) {
 	require.NoError(t, err)
 	_, err = engine.Open(dir, crashConfig())
 	require.ErrorIs(t, err, wal.ErrLocked)
-	_, err = engine.LogConfig(dir)
-	require.ErrorIs(t, err, wal.ErrLocked)
 	require.NoError(t, e.Commit())
 	require.NoError(t, e.Close())
 	again, err := engine.Open(dir, crashConfig())
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), again.Height())
 	require.NoError(t, again.Close())
+}
+
+// TestOpenReadOnly: beside an engine that holds the directory, in the
+// middle of a block, LogConfig and OpenReadOnly read the state of its last
+// committed block, refuse every block call with ErrReadOnly and leave the
+// directory as they found it; the writer goes on. A missing directory is
+// an error, not created.
+func TestOpenReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	e, err := engine.Open(dir, crashConfig())
+	require.NoError(t, err)
+	for h := uint64(1); h <= 3; h++ {
+		require.NoError(t, e.BeginBlock(h))
+		tx, err := e.Begin(engine.Address{byte(h)}, 0)
+		require.NoError(t, err)
+		_, _, err = tx.Schedule(h+5, []byte{byte(h)})
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		_, err = e.EndBlock(&recorder{})
+		require.NoError(t, err)
+		require.NoError(t, e.Commit())
+	}
+	root := e.Root()
+	require.NoError(t, e.BeginBlock(4)) // open, not committed
+	before := dirFiles(t, dir)
+
+	cfg, err := engine.LogConfig(dir)
+	require.NoError(t, err)
+	ro, err := engine.OpenReadOnly(dir, cfg)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), ro.Height())
+	require.Equal(t, 3, ro.Pending())
+	require.Equal(t, root, ro.Root())
+	require.NoError(t, ro.CheckRoot())
+	require.ErrorIs(t, ro.BeginBlock(4), engine.ErrReadOnly)
+	_, err = ro.SkipEmpty(10)
+	require.ErrorIs(t, err, engine.ErrReadOnly)
+	require.ErrorIs(t, ro.Rollback(2), engine.ErrReadOnly)
+	require.NoError(t, ro.Close())
+	require.Equal(t, before, dirFiles(t, dir), "a read-only open changed the directory")
+
+	_, err = e.EndBlock(&recorder{})
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Close())
+
+	missing := filepath.Join(t.TempDir(), "none")
+	_, err = engine.OpenReadOnly(missing, cfg)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = os.Stat(missing)
+	require.ErrorIs(t, err, fs.ErrNotExist, "OpenReadOnly created the directory")
+}
+
+// dirFiles is every file of dir and its bytes.
+func dirFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	files := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n.Name()))
+		require.NoError(t, err)
+		files[n.Name()] = string(b)
+	}
+	return files
 }

@@ -40,25 +40,30 @@ import (
 // failed engine holds it).
 var ErrLogFailed = errors.New("timerlane: the write-ahead log failed; close and reopen the engine")
 
+// ErrReadOnly is returned by every block call of an engine opened with
+// OpenReadOnly.
+var ErrReadOnly = errors.New("timerlane: the engine was opened read-only")
+
 // ErrBadRecord is a log record that cannot be applied: damaged (past its
 // checksum), or not the engine's.
 var ErrBadRecord = errors.New("timerlane: bad log record")
 
 // durable is the engine's side of its log.
 type durable struct {
-	log     *wal.Log
-	rec     uint64 // records in the log: the log's height
-	every   uint64 // records between snapshots
-	journal []TimerID
-	sorted  []TimerID    // logBlock's scratch: the journal in order
-	order   []radix.Item // logBlock's sort items
-	spare   []radix.Item // their scratch
-	fair    []byte       // the block's fairness entries (appendFairEntry)
-	ups     []uint32
-	dels    []uint32
-	nfair   uint32
-	buf     []byte
-	failed  error
+	log      *wal.Log
+	rec      uint64 // records in the log: the log's height
+	every    uint64 // records between snapshots
+	journal  []TimerID
+	sorted   []TimerID    // logBlock's scratch: the journal in order
+	order    []radix.Item // logBlock's sort items
+	spare    []radix.Item // their scratch
+	fair     []byte       // the block's fairness entries (appendFairEntry)
+	ups      []uint32
+	dels     []uint32
+	nfair    uint32
+	buf      []byte
+	failed   error
+	readOnly bool // OpenReadOnly: every block call fails with ErrReadOnly
 }
 
 // Open opens the engine whose write-ahead log is in dir (created if
@@ -70,6 +75,17 @@ type durable struct {
 // until the first engine is closed or its process ends.
 func Open(dir string, cfg Config) (*Engine, error) {
 	return openFS(vfs.OS, dir, cfg, wal.Options{})
+}
+
+// OpenReadOnly opens the engine in dir as Open does, to read its state:
+// it writes nothing to dir (see wal.Options.ReadOnly: no lock is taken and
+// a torn tail is left in place), so that it works beside the node that
+// has the directory open, on a copy, or without write access. Every block
+// call (BeginBlock, SkipEmpty, Rollback) fails with ErrReadOnly; queries
+// such as Root, Lookup, Prove, CheckRoot and WriteSnapshot work. The
+// directory must exist.
+func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
+	return openFS(vfs.OS, dir, cfg, wal.Options{ReadOnly: true})
 }
 
 func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, error) {
@@ -94,7 +110,7 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	if every == 0 {
 		every = DefaultSnapshotEvery
 	}
-	e.dur = &durable{log: log, rec: log.LastHeight(), every: every}
+	e.dur = &durable{log: log, rec: log.LastHeight(), every: every, readOnly: opts.ReadOnly}
 	return e, nil
 }
 
@@ -158,7 +174,12 @@ func (e *Engine) Durable() (records uint64) {
 
 // logFailed reports whether the engine refuses blocks.
 func (e *Engine) logFailed() error {
-	if e.dur != nil && e.dur.failed != nil {
+	switch {
+	case e.dur == nil:
+		return nil
+	case e.dur.readOnly:
+		return ErrReadOnly
+	case e.dur.failed != nil:
 		return ErrLogFailed
 	}
 	return nil
@@ -420,13 +441,13 @@ func (e *Engine) applyRecord(body []byte) error {
 // LogConfig reads, from the log in dir, the configuration its state was
 // written under (everything but the tier layout and the durability
 // options, which are not state), so that tools can open a log they did not
-// write: Open(dir, cfg) with it succeeds. Opening the log is recovery:
-// it cuts a torn tail and removes a leftover temporary snapshot, and says
-// so through the default wal.Options.Logf, since the Open that follows
-// finds nothing left to report. It opens under SyncEveryBlock, the
-// strictest reading of a damaged tail (wal.Options.Sync).
+// write: Open(dir, cfg) with it succeeds. It reads the log read-only
+// (wal.Options.ReadOnly), writing nothing, and quietly: the Open that
+// follows reports a torn tail or a leftover temporary snapshot. It opens
+// under SyncEveryBlock, the strictest reading of a damaged tail
+// (wal.Options.Sync).
 func LogConfig(dir string) (Config, error) {
-	log, err := wal.Open(vfs.OS, dir, wal.Options{})
+	log, err := wal.Open(vfs.OS, dir, wal.Options{ReadOnly: true, Logf: func(string, ...any) {}})
 	if err != nil {
 		return Config{}, err
 	}

@@ -18,9 +18,9 @@ import (
 // The commands on a directory written by an engine opened with --dir
 // (engine.Open): inspect, verify, prove, verify-proof and wal repair.
 
-// openDir opens the engine in dir under the configuration its log records.
-// openDir opens the engine in dir under the configuration its log holds;
-// with checkEvery, recovery checks every record's root.
+// openDir opens the engine in dir read-only under the configuration its
+// log holds: nothing in dir changes, and a running node may hold it; with
+// checkEvery, recovery checks every record's root.
 func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 	if st, err := os.Stat(dir); err != nil {
 		return nil, err
@@ -32,12 +32,12 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 		return nil, err
 	}
 	cfg.CheckEveryRoot = checkEvery
-	return engine.Open(dir, cfg)
+	return engine.OpenReadOnly(dir, cfg)
 }
 
 func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots.\n")
+		fmt.Fprint(stderr, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots. It opens DIR\nread-only: nothing in it changes, and it works beside a running node\n(showing its last block written whole).\n")
 		return 2
 	}
 	e, err := openDir(args[0], false)
@@ -73,7 +73,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash.\n")
+		fmt.Fprint(stderr, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash. It\nopens DIR read-only, as inspect does.\n")
 		return 2
 	}
 	e, err := openDir(args[0], true)

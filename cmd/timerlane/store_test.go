@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -101,4 +102,61 @@ func TestStoreCommandsAfterDemo(t *testing.T) {
 		errb.Reset()
 		require.Equal(t, 0, run([]string{cmd, dir}, &out, &errb), "%s: %s", cmd, errb.String())
 	}
+}
+
+// TestStoreCommandsReadOnly: inspect, verify and prove read a directory
+// that an engine holds open, and one whose log ends in a torn tail, and
+// change nothing in it.
+func TestStoreCommandsReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	e, err := engine.Open(dir, engine.DefaultConfig())
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	tx, err := e.Begin(engine.Address{0xbb}, 1)
+	require.NoError(t, err)
+	id, _, err := tx.Schedule(9, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	_, err = e.EndBlock(nil)
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+
+	check := func(when string) {
+		t.Helper()
+		before := filesOf(t, dir)
+		for _, args := range [][]string{{"inspect", dir}, {"verify", dir}, {"prove", dir, id.String()}} {
+			var out, errb bytes.Buffer
+			require.Equal(t, 0, run(args, &out, &errb), "%s, %s: %s", when, args[0], errb.String())
+			if args[0] == "inspect" {
+				require.Contains(t, out.String(), "pending  1", when)
+			}
+		}
+		require.Equal(t, before, filesOf(t, dir), "%s: the commands changed the directory", when)
+	}
+	check("beside the open engine")
+	require.NoError(t, e.Close())
+
+	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0, 0, 1, 7, 42}) // a record cut short
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	check("with a torn tail")
+}
+
+// filesOf is every file of dir and its bytes.
+func filesOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	files := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n.Name()))
+		require.NoError(t, err)
+		files[n.Name()] = string(b)
+	}
+	return files
 }
