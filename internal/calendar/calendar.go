@@ -679,7 +679,7 @@ func (q *Queue) Take() ring.Iter {
 	q.noBulk()
 	// The next height's bucket was written blocks ago: its first lines
 	// load while this one is read.
-	q.ring.Bucket(q.cur+1).PrefetchHead(q.C)
+	q.ring.Bucket(q.cur + 1).PrefetchHead(q.C)
 	return q.ring.Take(q.cur)
 }
 
