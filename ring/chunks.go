@@ -78,7 +78,7 @@ func NewChunks() *Chunks {
 	return c
 }
 
-// alloc returns a chunk whose next field is undefined: a bucket reads a
+// alloc returns a chunk whose next index is undefined: a bucket reads a
 // chunk's next only once it has linked one after it.
 func (c *Chunks) alloc() uint32 {
 	c.live++

@@ -99,7 +99,7 @@ func TestChunksAreReused(t *testing.T) {
 	}
 }
 
-// TestTailNextIsNeverRead: a chunk's next field is undefined until a
+// TestTailNextIsNeverRead: a chunk's next index is undefined until a
 // bucket links a chunk after it (alloc leaves what the chunk's last use
 // wrote there), so nothing may follow the tail's. Each way of reading or
 // emptying a bucket runs with the tail's next poisoned: following it would

@@ -360,8 +360,8 @@ type keySorter struct {
 	words, wspare []uint64
 }
 
-// sort sorts es in place by (height, seq), which are unique; their Vals
-// are lost.
+// sort sorts es in place by (height, seq), which are unique, without
+// keeping their Vals (a purge needs none).
 func (k *keySorter) sort(es []ring.Entry) {
 	if k.sortPacked(es) {
 		return
