@@ -1,7 +1,8 @@
 // Package ring is tier 1 of the calendar queue: the block ring buffer.
 //
 // A bucket is an unrolled list: a chain of fixed-size chunks of 32 inline
-// entries, taken from a [Chunks] arena with a free list, so appending
+// entries (512 bytes, on cache-line boundaries; the chain's links are kept
+// apart), taken from a [Chunks] arena with a free list, so appending
 // writes next to the previous entry, draining a bucket reads memory in
 // order, and in steady state nothing is allocated. An entry's [Pos] (its
 // chunk and slot) lets its owner cancel it in O(1): the entry becomes a
