@@ -109,7 +109,7 @@ type Options struct {
 	// a writer it sees the records that were whole when it read them, and
 	// a file the writer removes or truncates meanwhile makes Open or
 	// Replay fail (try again). Append, Sync, WriteSnapshot and Truncate
-	// fail with ErrReadOnly. Not with Repair.
+	// fail with ErrReadOnly. Open with Repair, and Repair, refuse it.
 	ReadOnly bool
 }
 

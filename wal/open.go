@@ -62,11 +62,13 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
+var errReadOnlyRepair = errors.New("wal: a repair writes: Options.Repair, or a call of Repair, with Options.ReadOnly")
+
 // openReadOnly is Open with Options.ReadOnly: recovery that writes
 // nothing, and a Log that refuses to.
 func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if opts.Repair {
-		return nil, errors.New("wal: Options.Repair and ReadOnly exclude each other")
+		return nil, errReadOnlyRepair
 	}
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err // a missing directory is not an empty log here

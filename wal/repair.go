@@ -46,6 +46,9 @@ func (a RepairAction) String() string {
 // did (nothing, for a log that opens as it is), also reported through
 // Options.Logf.
 func Repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
+	if opts.ReadOnly {
+		return nil, errReadOnlyRepair
+	}
 	lock, err := lockDir(fsys, dir)
 	if err != nil {
 		return nil, err

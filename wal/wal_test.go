@@ -851,7 +851,8 @@ func TestReadOnly(t *testing.T) {
 }
 
 // TestReadOnlyRefuses: a read-only Open of a missing directory fails and
-// creates nothing; ReadOnly with Repair is refused.
+// creates nothing; ReadOnly with Repair, the option or the call, is
+// refused.
 func TestReadOnlyRefuses(t *testing.T) {
 	m := vfs.NewMem()
 	if _, err := Open(m, "/none/wal", Options{ReadOnly: true}); !vfs.IsNotExist(err) {
@@ -862,6 +863,9 @@ func TestReadOnlyRefuses(t *testing.T) {
 	}
 	if _, err := Open(m, "/", Options{ReadOnly: true, Repair: true}); err == nil || !strings.Contains(err.Error(), "Repair") {
 		t.Fatalf("ReadOnly with Repair: %v", err)
+	}
+	if _, err := Repair(m, "/", Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "ReadOnly") {
+		t.Fatalf("Repair with ReadOnly: %v", err)
 	}
 }
 
