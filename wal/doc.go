@@ -59,7 +59,8 @@
 //
 // # Recovery
 //
-// Open lists the directory, removes leftover temporary snapshots, and
+// Open lists the directory, removes leftover temporary files (snapshots,
+// or a segment a repair was rewriting, cut short by a crash), and
 // verifies snapshots from the newest down (every chunk checksum, the
 // payload's checksum and length): the first valid one is the base. It
 // then reads only the segments from the one holding the block after the
@@ -97,7 +98,10 @@
 //     (errors.Is(err, ErrCorrupt)) naming the file and the offset of the
 //     damaged record. Nothing is skipped: Repair (or Options.Repair, or the
 //     `timerlane wal repair` command) truncates there, and removes the
-//     segments after, only when a user asks.
+//     segments after, only when a user asks; damage among records that the
+//     newest valid snapshot covers (Open reads a segment from its start)
+//     it cuts out instead, rewriting the segment from the next whole
+//     record, which loses nothing the state needs.
 //
 // A damaged last record of the last segment is indistinguishable from a
 // torn write and is cut as one; under SyncEveryBlock that record's block

@@ -32,6 +32,10 @@ const (
 	segSuffix  = ".wal"
 	snapSuffix = ".snap"
 	tmpSuffix  = ".snap.tmp"
+	// segTmpSuffix is a segment that Repair is rewriting, until it is
+	// renamed into place; Open removes one a crash left, as it does a
+	// temporary snapshot.
+	segTmpSuffix = ".wal.tmp"
 )
 
 // Record kinds: a block body, stored raw or compressed with one codec.

@@ -212,7 +212,8 @@ type Recovery struct {
 	// a *CorruptError); Open used an older snapshot because the log still
 	// covers them.
 	SkippedSnapshots []error
-	// RemovedTemp are leftover temporary snapshot files Open removed.
+	// RemovedTemp are leftover temporary files Open removed: snapshots,
+	// or a segment a repair was rewriting, that a crash cut short.
 	RemovedTemp []string
 }
 

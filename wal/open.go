@@ -145,7 +145,7 @@ func list(fsys vfs.FS, dir string) (listing, error) {
 			ls.segs = append(ls.segs, segment{first: h, name: name})
 		} else if h, ok := parseName(name, snapSuffix); ok {
 			ls.snaps = append(ls.snaps, snapshotFile{height: h, name: name})
-		} else if strings.HasSuffix(name, tmpSuffix) {
+		} else if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) {
 			ls.temps = append(ls.temps, name)
 		}
 	}
@@ -228,7 +228,7 @@ func (l *Log) recover() error {
 			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !vfs.IsNotExist(err) {
 				return err
 			}
-			opts.Logf("wal: removed leftover temporary snapshot %s", name)
+			opts.Logf("wal: removed leftover temporary file %s", name)
 		}
 		if err := vfs.SyncDir(fsys, dir); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -22,6 +23,9 @@ type RepairAction struct {
 	File    string
 	Offset  int64
 	Removed int64 // bytes cut or removed
+	// Into is the segment that "rewritten" wrote: File's records from
+	// Offset on, under a header naming the first of them.
+	Into string
 }
 
 func (a RepairAction) String() string {
@@ -30,13 +34,20 @@ func (a RepairAction) String() string {
 		return fmt.Sprintf("truncated %s at offset %d (%d bytes) because %v", a.File, a.Offset, a.Removed, a.Corruption)
 	case "removed":
 		return fmt.Sprintf("removed %s (%d bytes) because %v", a.File, a.Removed, a.Corruption)
+	case "rewritten":
+		return fmt.Sprintf("rewrote %s from offset %d as %s, dropping %d bytes of records the newest valid snapshot covers, because %v", a.File, a.Offset, a.Into, a.Removed, a.Corruption)
 	}
 	return fmt.Sprintf("set aside %s as %s.corrupt because %v", a.File, a.File, a.Corruption)
 }
 
 // Repair makes the log in dir openable by cutting it at every corruption
 // Open would report: a damaged segment is truncated at the damaged record
-// (removed, if its header is damaged) and every later segment removed; a
+// (removed, if its header is damaged) and every later segment removed,
+// unless the damage lies among records that the newest valid snapshot
+// covers, before the record after it: then the segment is rewritten from
+// the next whole record on ("rewritten"), and nothing the state needs is
+// lost (Open reads a segment from its start, so such damage fails it
+// too); a
 // damaged newest snapshot that the log does not cover is renamed aside,
 // and so are damaged snapshots that it does cover (which Open skips with
 // a warning at every open), which loses nothing.
@@ -61,7 +72,7 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 	opts.Repair = false
 	var actions []RepairAction
 	fix := func(ce *CorruptError) error {
-		acts, err := repairOne(fsys, dir, ce)
+		acts, err := repairOne(fsys, dir, ce, opts)
 		if err != nil {
 			return err
 		}
@@ -132,7 +143,7 @@ func pickCorruption(err error) *CorruptError {
 	return nil
 }
 
-func repairOne(fsys vfs.FS, dir string, ce *CorruptError) ([]RepairAction, error) {
+func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]RepairAction, error) {
 	path := filepath.Join(dir, ce.Segment)
 	var acts []RepairAction
 	if !strings.HasSuffix(ce.Segment, segSuffix) {
@@ -146,6 +157,15 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError) ([]RepairAction, error
 	size, err := fsys.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	if ce.Offset >= segHeaderSize {
+		act, ok, err := skipCovered(fsys, dir, ce, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return []RepairAction{act}, nil
+		}
 	}
 	if ce.Offset < segHeaderSize {
 		if err := fsys.Remove(path); err != nil {
@@ -183,4 +203,82 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError) ([]RepairAction, error
 		}
 	}
 	return acts, vfs.SyncDir(fsys, dir)
+}
+
+// skipCovered repairs damage at ce (in a segment, past its header) that
+// lies among records the newest valid snapshot covers: it writes the
+// segment's records from the next whole record on, which must be at most
+// the snapshot's height + 1 and follow the records before the damage, as
+// a new segment named for the first of them, then removes the old one. It
+// reports false, changing nothing, where that does not hold. A crash
+// between the two leaves both segments, which Open reads past: it starts
+// at the last segment holding the record after the snapshot, the new one.
+func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (RepairAction, bool, error) {
+	ls, err := list(fsys, dir)
+	if err != nil {
+		return RepairAction{}, false, err
+	}
+	var base uint64 // the newest valid snapshot's height
+	for i := len(ls.snaps) - 1; i >= 0 && base == 0; i-- {
+		h, err := verifySnapshot(fsys, dir, ls.snaps[i].name)
+		if err == nil {
+			base = h
+		} else if !errors.Is(err, ErrCorrupt) {
+			return RepairAction{}, false, err
+		}
+	}
+	path := filepath.Join(dir, ce.Segment)
+	data, err := vfs.ReadFile(fsys, path)
+	if base == 0 || err != nil {
+		return RepairAction{}, false, err
+	}
+	maxLen := opts.maxRecordLength()
+	// The height the damaged record should have had: the records before
+	// it are whole (Open found the first damage at ce.Offset).
+	next, _, ferr := decodeSegmentHeader(data)
+	if ferr != nil {
+		return RepairAction{}, false, nil
+	}
+	for off := int64(segHeaderSize); off < ce.Offset; {
+		r, ferr := decodeRecord(data[off:], maxLen)
+		if ferr != nil {
+			return RepairAction{}, false, nil
+		}
+		next, off = next+1, off+int64(r.size)
+	}
+	from := nextValidFrame(data, ce.Offset+1, maxLen)
+	if from < 0 {
+		return RepairAction{}, false, nil
+	}
+	r, _ := decodeRecord(data[from:], maxLen)
+	into := segmentName(r.height)
+	if r.height < next || r.height > base+1 || slices.ContainsFunc(ls.segs, func(s segment) bool { return s.name == into }) {
+		return RepairAction{}, false, nil
+	}
+	tmp := into + segTmpSuffix
+	f, err := fsys.Create(filepath.Join(dir, tmp))
+	if err != nil {
+		return RepairAction{}, false, err
+	}
+	_, err = f.Write(append(appendSegmentHeader(nil, r.height, 0), data[from:]...))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(filepath.Join(dir, tmp), filepath.Join(dir, into))
+	}
+	if err == nil {
+		err = vfs.SyncDir(fsys, dir)
+	}
+	if err == nil {
+		err = fsys.Remove(path)
+	}
+	if err == nil {
+		err = vfs.SyncDir(fsys, dir)
+	}
+	act := RepairAction{Corruption: ce, Action: "rewritten", File: ce.Segment, Offset: from, Removed: from - segHeaderSize, Into: into}
+	return act, true, err
 }

@@ -882,3 +882,111 @@ func dirBytes(t *testing.T, fsys vfs.FS, dir string) map[string][]byte {
 	}
 	return files
 }
+
+// TestRepairKeepsWhatASnapshotCovers: damage among the records that the
+// newest valid snapshot covers, in the segment Open reads from its start
+// to find the record after the snapshot, fails Open, and Repair rewrites
+// that segment from the next whole record instead of truncating it, so the
+// log still opens to its last block; damage after the snapshot is cut as
+// before. A crash between the rewritten segment's rename and the old
+// one's removal leaves both, and Open reads past the old one.
+func TestRepairKeepsWhatASnapshotCovers(t *testing.T) {
+	base := vfs.NewMem()
+	l, _ := openCheck(t, base, "/wal", Options{}) // one segment: records 1..80
+	appendRange(t, l, 1, 60)
+	snapshot(t, l, 40)
+	appendRange(t, l, 61, 80)
+	l.Close()
+	seg := segmentFile(t, base, "/wal", 0)
+	data, _ := vfs.ReadFile(base, seg)
+	offs := map[uint64]int64{} // height -> offset of its record
+	for off := int64(segHeaderSize); off < int64(len(data)); {
+		r, _ := decodeRecord(data[off:], 1<<30)
+		offs[r.height] = off
+		off += int64(r.size)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		damaged []uint64 // records whose bytes get a flipped bit
+		want    uint64   // last height after Repair
+		actions []string
+	}{
+		{"covered", []uint64{20}, 80, []string{"rewritten"}},
+		{"the record before the snapshot's next", []uint64{40}, 80, []string{"rewritten"}},
+		{"twice covered", []uint64{5, 30}, 80, []string{"rewritten", "rewritten"}},
+		{"after the snapshot", []uint64{50}, 49, []string{"truncated"}},
+		{"the snapshot's next", []uint64{41}, 40, []string{"truncated"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base.Clone()
+			for _, h := range tc.damaged {
+				flipBit(t, m, seg, offs[h]+20, 2)
+			}
+			if _, err := Open(m, "/wal", Options{Logf: quiet}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open of the damaged log: %v", err)
+			}
+			acts, err := Repair(m, "/wal", Options{Logf: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, a := range acts {
+				kinds = append(kinds, a.Action)
+				if a.Action == "rewritten" && (a.Into == "" || !strings.Contains(a.String(), a.Into)) {
+					t.Fatalf("action %+v: %s", a, a)
+				}
+			}
+			if !slices.Equal(kinds, tc.actions) {
+				t.Fatalf("actions %q, want %q", acts, tc.actions)
+			}
+			if tc.actions[0] == "rewritten" {
+				// Keeping 30 records back (as an engine with a rollback
+				// depth does) finds the records it kept.
+				l, got := openCheck(t, m, "/wal", Options{KeepRecords: 30})
+				l.Close()
+				if got.last != 80 || got.snap != 40 {
+					t.Fatalf("recovered with KeepRecords %+v, want the snapshot at 40 and last 80", got)
+				}
+			}
+			l, got := openCheck(t, m, "/wal", Options{})
+			defer l.Close()
+			if got.last != tc.want || got.snap != 40 {
+				t.Fatalf("recovered %+v, want the snapshot at 40 and last %d", got, tc.want)
+			}
+			appendRange(t, l, tc.want+1, tc.want+2) // and the log goes on
+		})
+	}
+
+	t.Run("crash before the old segment goes", func(t *testing.T) {
+		m := base.Clone()
+		flipBit(t, m, seg, offs[20]+20, 2)
+		fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+			if op.Kind == errorfs.OpRemove {
+				return errorfs.Fault{Err: syscall.EIO}
+			}
+			return errorfs.Fault{}
+		}))
+		if _, err := Repair(fsys, "/wal", Options{Logf: quiet}); err == nil {
+			t.Fatal("Repair with a failing remove succeeded")
+		}
+		if n := len(segmentsIn(t, m, "/wal")); n != 2 {
+			t.Fatalf("%d segments, want the old and the rewritten one", n)
+		}
+		l, got := openCheck(t, m, "/wal", Options{})
+		l.Close()
+		if got.last != 80 {
+			t.Fatalf("recovered %+v, want last 80", got)
+		}
+	})
+
+	t.Run("leftover rewrite", func(t *testing.T) {
+		m := base.Clone()
+		overwrite(t, m, "/wal/"+segmentName(21)+segTmpSuffix, []byte("partial"))
+		l, got := openCheck(t, m, "/wal", Options{})
+		l.Close()
+		if got.last != 80 || len(l.Recovery().RemovedTemp) != 1 {
+			t.Fatalf("recovered %+v, %+v", got, l.Recovery())
+		}
+	})
+}
