@@ -28,9 +28,6 @@ var hint = advise
 // that long (BenchmarkGrowth); where huge pages gain nothing, off is better.
 func SetEnabled(on bool) { off.Store(!on) }
 
-// Enabled reports whether the hint is on.
-func Enabled() bool { return !off.Load() }
-
 // Advise hints that the memory of s should be backed by huge pages: the
 // aligned 2 MiB pages that lie wholly inside it (none for an array below
 // 2 MiB, about half of one of 4 MiB, most of a larger one).
