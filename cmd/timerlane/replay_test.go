@@ -57,7 +57,6 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"invalid UTF-8", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"label":"` + "\xff" + `"}]}`, "line 2: not valid UTF-8"},
 		{"invalid UTF-8 in a comment", "# caf\xe9\n{\"op\":\"block\",\"height\":1}", "line 1: not valid UTF-8"},
 		{"whitespace JSON does not have", "\u00a0{\"op\":\"block\",\"height\":1}", "line 1: not JSON"},
-		{"rollback too deep", "{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":300}\n" + `{"op":"rollback","to":2}`, "line 4: rollback to 2: more than 256 blocks below the current height 300"},
 		{"rollback below the first block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}\n" + `{"op":"rollback","to":3}`, "line 4: rollback to 3: block 3 was never committed"},
 		{"epoch longer than ring", `{"op":"config","ring_size":4,"epoch_length":8}`, "epoch_length 8"},
 		{"bad amount", `{"op":"fund","account":` + a + `,"amount":"01"}`, `amount: "01": must be a decimal string`},

@@ -2,16 +2,13 @@ package replay
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/trace"
 )
-
-// RollbackDepth is how many committed blocks back a rollback may go (the
-// engine's default R).
-const RollbackDepth = 256
 
 // step is an op of the current chain and the height committed after it.
 type step struct {
@@ -37,8 +34,11 @@ func (rn *runner) remember(op *trace.Op) {
 // root printed for it. Labels are kept as they are (the replayed calls
 // resolve them as they did the first time). The engine's own Rollback
 // (which leaves the ledger, agents and the replay's scripts to their
-// owner) is checked against the chain run again: the same root, pending
-// timers and basefee, or the replay stops with an internal error.
+// owner) is checked against the chain run again, for targets within its
+// RollbackDepth: the same root, pending timers and basefee, or the replay
+// stops with an internal error. FORMAT.md bounds no rollback's depth, and
+// running the chain again needs no history, so deeper targets are the
+// chain run again alone.
 func (rn *runner) rollback(to uint64) error {
 	if rn.inBlock {
 		return rn.fail("rollback inside open block %d", rn.eng.Height())
@@ -47,11 +47,8 @@ func (rn *runner) rollback(to uint64) error {
 		return rn.fail("rollback to %d: no block has been committed", to)
 	}
 	cur := rn.eng.Height()
-	switch {
-	case to > cur:
+	if to > cur {
 		return rn.fail("rollback to %d: above the current height %d", to, cur)
-	case cur-to > RollbackDepth:
-		return rn.fail("rollback to %d: more than %d blocks below the current height %d", to, RollbackDepth, cur)
 	}
 	// The chain up to the op that ended block to; an advance that ran
 	// through it is cut at to.
@@ -102,14 +99,28 @@ func (rn *runner) rollback(to uint64) error {
 	rn.labelLog = rn.labelLog[:rn.labelPos]
 	rn.out, rn.ev.w, rn.line, rn.replaying = out, out, line, false
 	root := rn.eng.Root()
-	if err := old.Rollback(to); err != nil {
-		return fmt.Errorf("replay: engine Rollback(%d): %w", to, err)
-	}
-	if got := old.Root(); got != root || old.Pending() != rn.eng.Pending() || old.Basefee() != rn.eng.Basefee() {
-		return fmt.Errorf("replay: engine Rollback(%d) gives root %x, %d pending, basefee %s; the chain run again %x, %d, %s",
-			to, got, old.Pending(), old.Basefee(), root, rn.eng.Pending(), rn.eng.Basefee())
+	if err := checkRollback(old, rn.eng, to); err != nil {
+		return err
 	}
 	rn.ev.begin("rollback", to).uint("to", to).int("pending", rn.eng.Pending()).hex("root", root[:]).end()
+	return nil
+}
+
+// checkRollback rolls old back to block to with the engine's own Rollback
+// and compares it with again, the chain run again up to to. A target
+// older than old keeps history for is not checked.
+func checkRollback(old, again *engine.Engine, to uint64) error {
+	err := old.Rollback(to)
+	if errors.Is(err, engine.ErrRollbackTooDeep) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("replay: engine Rollback(%d): %w", to, err)
+	}
+	if got, want := old.Root(), again.Root(); got != want || old.Pending() != again.Pending() || old.Basefee() != again.Basefee() {
+		return fmt.Errorf("replay: engine Rollback(%d) gives root %x, %d pending, basefee %s; the chain run again %x, %d, %s",
+			to, got, old.Pending(), old.Basefee(), want, again.Pending(), again.Basefee())
+	}
 	return nil
 }
 

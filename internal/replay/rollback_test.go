@@ -108,3 +108,40 @@ func TestRollbackIntoALeadingAdvance(t *testing.T) {
 		t.Fatalf("rollback to the current height printed\n%s", out.String())
 	}
 }
+
+// TestDeepRollback: FORMAT.md bounds no rollback's depth, so a rollback
+// past the engine's RollbackDepth (256) is the chain run again: the events
+// after it are those of a trace that never went past the target, under
+// both policies.
+func TestDeepRollback(t *testing.T) {
+	const a = `"0x00000000000000000000000000000000000000a1"`
+	for _, config := range []string{"", `{"op":"config","policy":"lane"}` + "\n" + `{"op":"fund","account":` + a + `,"amount":"1000000000000000"}` + "\n"} {
+		start := config + "{\"op\":\"block\",\"height\":1}\n" +
+			`{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":3},{"call":"schedule","height":350,"payload":"0x01"},{"call":"schedule","height":700,"payload":"0x02"}]}` +
+			"\n{\"op\":\"end\"}\n"
+		rest := "{\"op\":\"block\",\"height\":6}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":800}\n"
+		rolled := start + "{\"op\":\"advance\",\"to\":400}\n{\"op\":\"rollback\",\"to\":5}\n" + rest
+		prefix := start + "{\"op\":\"advance\",\"to\":5}\n"
+		var got, want, head strings.Builder
+		if err := Run(strings.NewReader(rolled), &got); err != nil {
+			t.Fatalf("%s: %v", rolled, err)
+		}
+		if err := Run(strings.NewReader(prefix+rest), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := Run(strings.NewReader(prefix), &head); err != nil {
+			t.Fatal(err)
+		}
+		after := strings.SplitAfterN(got.String(), `{"ev":"rollback"`, 2)
+		if len(after) != 2 {
+			t.Fatalf("no rollback line in\n%s", got.String())
+		}
+		tail := after[1][strings.Index(after[1], "\n")+1:]
+		if wantTail := strings.TrimPrefix(want.String(), head.String()); tail != wantTail {
+			t.Fatalf("after a rollback 395 blocks deep:\n%s\nwant\n%s", tail, wantTail)
+		}
+		if !strings.Contains(after[1], `"to":5,"pending":2,`) || strings.Count(tail, `"ev":"fire"`) != 2 {
+			t.Fatalf("the rollback did not bring back the timers at 350 and 700:\n%s", got.String())
+		}
+	}
+}
