@@ -51,6 +51,7 @@ type runner struct {
 	replaying  bool             // a rollback runs the chain again
 	ending     bool             // the open block's end of block runs
 	sysGC      []gcEvent        // the open block's system cancels, not yet printed
+	stopped    bool             // a handler script's trace error ended the output
 }
 
 // system is the sender of the trace's system ops: the one system deployer
@@ -330,7 +331,7 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 			}
 			res, err = tx.ScheduleFees(height, c.Payload, f)
 			cost = res.Cost
-			if err == nil && c.Label != "" && !rn.replaying {
+			if err == nil && c.HasLabel && !rn.replaying {
 				rn.labels[c.Label] = res.ID
 			}
 		case "cancel", "extend":
@@ -414,9 +415,12 @@ func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error
 	if s == nil {
 		s = &script{cycles: 10000}
 	}
+	if rn.failure != nil { // an earlier script of the block failed: the replay stops there
+		return engine.Usage{}, nil
+	}
 	tx.SetNonce(rn.nonces[d.Actor])
 	from := d.TimerID
-	if err := rn.calls(tx, s.calls, &from); err != nil && rn.failure == nil {
+	if err := rn.calls(tx, s.calls, &from); err != nil {
 		// Reported at the op that ended the block; it names the script.
 		var te *trace.Error
 		if errors.As(err, &te) {
@@ -433,11 +437,25 @@ func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error
 
 var errScriptRevert = errors.New("handler script reverts")
 
+// stop ends the output at a trace error met while the engine runs on (a
+// handler script's): what is printed stays, nothing more is.
+func (rn *runner) stop() {
+	rn.out.Flush()
+	rn.out.Reset(io.Discard)
+	rn.stopped = true
+}
+
 // Fired prints the fire line, the events of the handler's calls and, if
-// it reverted, a revert line (engine.Observer).
+// it reverted, a revert line (engine.Observer). After a script's trace
+// error, its fire line and the calls before the failing one are the last
+// events printed: the replay stops at the error (FORMAT.md), though the
+// engine finishes its end of block.
 func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 	rn.callsW.Flush()
 	rn.ev.w = rn.out
+	if rn.stopped {
+		return
+	}
 	rn.printSysGC(nil)
 	ev := rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
 		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
@@ -447,6 +465,10 @@ func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 	}
 	ev.end()
 	rn.out.Write(rn.handlerOut.Bytes())
+	if rn.failure != nil {
+		rn.stop()
+		return
+	}
 	if r.Reverted {
 		rn.ev.begin("revert", d.Block).raw("actor", d.Actor.String()).uint("nonce", rn.nonces[d.Actor]).end()
 	}

@@ -46,12 +46,13 @@ type Op struct {
 
 // Call is one entry of a tx's or handler's calls.
 type Call struct {
-	Index   int
-	Kind    string // schedule, cancel, extend
-	Height  uint64 // schedule in a tx
-	After   uint64 // schedule in a handler script
-	Payload []byte
-	Label   string
+	Index    int
+	Kind     string // schedule, cancel, extend
+	Height   uint64 // schedule in a tx
+	After    uint64 // schedule in a handler script
+	Payload  []byte
+	Label    string
+	HasLabel bool // "" is a label like any other
 
 	TimerID  []byte // cancel, extend: by id
 	Timer    string // cancel, extend: by label
@@ -424,7 +425,7 @@ func parseCall(raw json.RawMessage, index int, lane, script bool) (Call, error) 
 			c.Payload = p.hex("payload", true)
 		}
 		if o.has("label") {
-			c.Label = p.str("label", true)
+			c.Label, c.HasLabel = p.str("label", true), true
 		}
 		for _, k := range feeKeys {
 			if o.has(k) {

@@ -1,0 +1,76 @@
+package replay
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/timerlane/timerlane/internal/trace"
+)
+
+// TestScriptErrorStopsTheOutput: a handler script's trace error (a label
+// never bound) stops the replay at that call (FORMAT.md: "the replay stops
+// ... Events already printed stay printed"): the fire line of its timer
+// and the calls before the failing one are the last events; the timer
+// due after it in the same block, and the block line, are not printed.
+func TestScriptErrorStopsTheOutput(t *testing.T) {
+	const a, b = `"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"`
+	// Under fifo B's timer fires after A's and must not show; under the
+	// lane it fires first (equal priority, lower timer_id).
+	for _, c := range []struct {
+		config string
+		fires  int
+	}{{"", 1}, {`{"op":"config","policy":"lane"}` + "\n" +
+		`{"op":"fund","account":` + a + `,"amount":"1000000000000000"}` + "\n" + `{"op":"fund","account":` + b + `,"amount":"1000000000000000"}` + "\n", 2}} {
+		config := c.config
+		tr := config + `{"op":"handler","actor":` + a + `,"handler":"handle_timer","calls":[{"call":"schedule","after":1,"payload":"0x55"},{"call":"cancel","timer":"nope"}]}` + "\n" +
+			"{\"op\":\"block\",\"height\":1}\n" +
+			`{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2}]}` + "\n" +
+			`{"op":"tx","actor":` + b + `,"nonce":1,"calls":[{"call":"schedule","height":2}]}` + "\n" +
+			"{\"op\":\"end\"}\n{\"op\":\"block\",\"height\":2}\n{\"op\":\"end\"}\n"
+		var out strings.Builder
+		err := Run(strings.NewReader(tr), &out)
+		var te *trace.Error
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), `label "nope" was never bound`) {
+			t.Fatalf("err = %v, want the script's trace error", err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		n := len(lines)
+		fireA := n >= 2 && strings.HasPrefix(lines[n-2], `{"ev":"fire","height":2,`) && strings.Contains(lines[n-2], `"actor":"0xaaaa`)
+		callA := strings.HasPrefix(lines[n-1], `{"ev":"call","height":2,`) && strings.Contains(lines[n-1], `"from_timer"`)
+		if !fireA || !callA || strings.Count(out.String(), `"ev":"fire"`) != c.fires {
+			t.Fatalf("printed\n%s\nwant A's fire and its first call last, no block line for block 2", out.String())
+		}
+	}
+}
+
+// TestEmptyLabel: "" is a label like any other: a schedule binds it and a
+// cancel names it.
+func TestEmptyLabel(t *testing.T) {
+	tr := "{\"op\":\"block\",\"height\":1}\n" +
+		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"label":""},{"call":"cancel","timer":""}]}` +
+		"\n{\"op\":\"end\"}\n"
+	var out strings.Builder
+	if err := Run(strings.NewReader(tr), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"index":1,"call":"cancel","ok":true`) || !strings.Contains(out.String(), `"pending":0`) {
+		t.Fatalf("the cancel of label \"\" did not cancel:\n%s", out.String())
+	}
+}
+
+// TestFundUnderFifo: fund has no effect under fifo (FORMAT.md), so balances
+// that would pass 2^128-1 are no error there; under the lane they are.
+func TestFundUnderFifo(t *testing.T) {
+	const funds = `{"op":"fund","account":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","amount":"340282366920938463463374607431768211455"}` + "\n" +
+		`{"op":"fund","account":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","amount":"1"}` + "\n"
+	if err := Run(strings.NewReader(funds), io.Discard); err != nil {
+		t.Fatalf("fifo: %v", err)
+	}
+	err := Run(strings.NewReader(`{"op":"config","policy":"lane"}`+"\n"+funds), io.Discard)
+	var te *trace.Error
+	if !errors.As(err, &te) || te.Line != 3 {
+		t.Fatalf("lane: err = %v, want a trace error on line 3", err)
+	}
+}
