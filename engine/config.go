@@ -171,12 +171,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s %d: %s", ErrInvalidConfig, field, v, rule)
 	}
 	switch {
-	case c.MaxTimersPerActor < 1:
-		return bad("max_timers_per_actor", uint64(c.MaxTimersPerActor), "must be >= 1")
 	case c.MaxPayloadBytes > bytepool.MaxLen:
 		return bad("max_payload_bytes", uint64(c.MaxPayloadBytes), fmt.Sprintf("must be <= %d", bytepool.MaxLen))
-	case c.MaxHandlerBytes < 1 || c.MaxHandlerBytes > 1<<16:
-		return bad("max_handler_bytes", uint64(c.MaxHandlerBytes), "must be in [1, 65536]")
+	case c.MaxHandlerBytes > 1<<16:
+		return bad("max_handler_bytes", uint64(c.MaxHandlerBytes), "must be <= 65536")
 	case c.CyclesPerFire < 1:
 		return bad("cycles_per_fire", c.CyclesPerFire, "must be >= 1")
 	case c.CellsPerFire < 1:

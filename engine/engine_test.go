@@ -431,9 +431,8 @@ func TestConfigValidation(t *testing.T) {
 		{"epoch longer than ring", func(c *engine.Config) { c.EpochLength = c.RingSize + 1 }, "epoch_length"},
 		{"epoch length zero", func(c *engine.Config) { c.EpochLength = 0 }, "epoch_length 0"},
 		{"no epochs", func(c *engine.Config) { c.EpochCount = 0 }, "epoch_count 0"},
-		{"no timers", func(c *engine.Config) { c.MaxTimersPerActor = 0 }, "max_timers_per_actor 0"},
 		{"payload over 1 MiB", func(c *engine.Config) { c.MaxPayloadBytes = 1<<20 + 1 }, "max_payload_bytes"},
-		{"handler of zero", func(c *engine.Config) { c.MaxHandlerBytes = 0 }, "max_handler_bytes 0"},
+		{"handler over 64 KiB", func(c *engine.Config) { c.MaxHandlerBytes = 1<<16 + 1 }, "max_handler_bytes 65537"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -446,6 +445,42 @@ func TestConfigValidation(t *testing.T) {
 	}
 	_, err := engine.New(engine.DefaultConfig())
 	require.NoError(t, err)
+}
+
+// TestZeroLimits: FORMAT.md bounds only the layout, so limits of 0 are a
+// configuration like any other: no actor may have a timer pending, or no
+// payload may route (the default handler is never checked against
+// max_handler_bytes).
+func TestZeroLimits(t *testing.T) {
+	routed := []byte(`{"_handler":"h","_payload":""}`)
+	for _, tt := range []struct {
+		name    string
+		mod     func(*engine.Config)
+		payload []byte
+		want    error
+	}{
+		{"no timers per actor", func(c *engine.Config) { c.MaxTimersPerActor = 0 }, nil, engine.ErrTooManyTimers},
+		{"no handler bytes, routed", func(c *engine.Config) { c.MaxHandlerBytes = 0 }, routed, engine.ErrInvalidHandler},
+		{"no handler bytes, default handler", func(c *engine.Config) { c.MaxHandlerBytes = 0 }, []byte("x"), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := engine.DefaultConfig()
+			tt.mod(&cfg)
+			e, err := engine.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, e.BeginBlock(1))
+			tx, err := e.Begin(engine.Address{1}, 1)
+			require.NoError(t, err)
+			_, _, err = tx.Schedule(2, tt.payload)
+			require.ErrorIs(t, err, tt.want)
+			require.NoError(t, tx.Commit())
+			want := 1
+			if tt.want != nil {
+				want = 0
+			}
+			require.Equal(t, want, e.Pending())
+		})
+	}
 }
 
 func TestMillionAtOneHeight(t *testing.T) {
