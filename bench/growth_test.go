@@ -20,29 +20,42 @@ import (
 // milliseconds to map (a virtual machine's host maps its pages then).
 // It runs with the huge-page hint on and off (engine.SetHugePages): where
 // the first touch of a huge page is slow, each new 2 MiB of records or
-// index waits for it. Run it with -benchtime 1x: one op is about two
-// seconds.
+// index waits for it; and with the engine's room for all the timers
+// reserved first (engine.Reserve: reserve-ms is its time, reserved-B/timer
+// the arena and index it holds per timer), where none of that is left
+// for the calls. Run it with -benchtime 1x: one op is about a second.
 func BenchmarkGrowth(b *testing.B) {
 	defer engine.SetHugePages(true)
 	for _, on := range []bool{true, false} {
-		b.Run(fmt.Sprintf("hugepages=%v", on), func(b *testing.B) {
-			engine.SetHugePages(on)
-			growth(b)
-		})
+		for _, reserve := range []bool{false, true} {
+			b.Run(fmt.Sprintf("hugepages=%v/reserve=%v", on, reserve), func(b *testing.B) {
+				engine.SetHugePages(on)
+				growth(b, reserve)
+			})
+		}
 	}
 }
 
-func growth(b *testing.B) {
+func growth(b *testing.B, reserve bool) {
 	const timers, perActor = 1_100_000, 1_000
 	// The id index doubles from 2^21 to 2^22 slots in the call that
 	// makes the 1,048,577th timer pending (it holds at most half).
 	const doublingAt = 1 << 20
-	var longest, doubling time.Duration
-	var slow int
+	var longest, doubling, reserving time.Duration
+	var slow, reserved int
 	d := make([]time.Duration, 0, timers)
 	b.ReportAllocs()
 	for b.Loop() {
 		e := newEngineDepth(b, 0)
+		if reserve {
+			t := time.Now()
+			if err := e.Reserve(timers); err != nil {
+				b.Fatal(err)
+			}
+			reserving = time.Since(t)
+			st := e.Stats()
+			reserved = st.ArenaBytes + st.IndexBytes
+		}
 		if err := e.BeginBlock(1); err != nil {
 			b.Fatal(err)
 		}
@@ -84,4 +97,8 @@ func growth(b *testing.B) {
 	b.ReportMetric(float64(longest.Microseconds())/1000, "max-ms")
 	b.ReportMetric(float64(doubling.Microseconds())/1000, "doubling-ms")
 	b.ReportMetric(float64(slow), "slow-calls")
+	if reserve {
+		b.ReportMetric(float64(reserving.Microseconds())/1000, "reserve-ms")
+		b.ReportMetric(float64(reserved)/timers, "reserved-B/timer")
+	}
 }

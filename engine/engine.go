@@ -106,6 +106,8 @@ type Engine struct {
 	nonce   [8]byte
 	sum     [32]byte
 	scratch []byte
+
+	reserved int // Reserve's largest n
 }
 
 // undo is how to take back one call of the open transaction.
@@ -184,7 +186,7 @@ func New(cfg Config) (*Engine, error) {
 		c := e.lane.cands
 		return e.lane.byID(c[a].rec, c[b].rec) < 0
 	}
-	q, err := e.newQueue()
+	q, err := e.newQueue(ring.NewChunks())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -553,10 +555,10 @@ func (e *Engine) allocRec() uint32 {
 	return i
 }
 
-// newQueue returns an empty calendar queue of the configured layout that
-// tells each record where its timer moves.
-func (e *Engine) newQueue() (*calendar.Queue, error) {
-	q, err := calendar.New(e.cfg.layout(), func(val uint32, p ring.Pos) { e.recs.At(val).at = uint32(p) })
+// newQueue returns an empty calendar queue of the configured layout on
+// arena c (all free) that tells each record where its timer moves.
+func (e *Engine) newQueue(c *ring.Chunks) (*calendar.Queue, error) {
+	q, err := calendar.NewIn(e.cfg.layout(), c, func(val uint32, p ring.Pos) { e.recs.At(val).at = uint32(p) })
 	if err != nil {
 		return nil, err
 	}
@@ -706,6 +708,38 @@ func (e *Engine) bytesOf(i uint32, r *rec) (handler, payload []byte) {
 func (e *Engine) PendingOf(actor Address) int {
 	_, n := e.actors.lookup(&actor)
 	return int(n)
+}
+
+// MaxReserve is the most timers Reserve makes room for.
+const MaxReserve = 1 << 30
+
+// Reserve makes room for n timers at once, so that an engine on its way to
+// n pending timers never stops to grow: the timer records, the id index
+// and the tiers' chunks for n timers are allocated now, and their memory
+// is mapped now (hugepage.Touch), where a growing engine's calls pay for
+// both, in pauses of milliseconds (BenchmarkGrowth). Count the timers
+// that the rollback history holds too (those the last RollbackDepth
+// blocks fired or cancelled keep their records until their block leaves
+// it). Payload bytes, actors, the overflow tier's B-tree nodes and the
+// history's lists still grow on demand, and so does everything past n.
+// The room stays for the engine's life, rollbacks included; a smaller n
+// than before changes nothing. Nothing observable depends on it (the
+// delivery, the root). It holds about 145 bytes per timer at a million
+// (Stats' arena and index; BenchmarkGrowth's reserved-B/timer).
+func (e *Engine) Reserve(n int) error {
+	if n < 0 || n > MaxReserve {
+		return fmt.Errorf("%w: %d timers: must be in [0, %d]", ErrReserveRange, n, MaxReserve)
+	}
+	if n <= e.reserved {
+		return nil
+	}
+	e.recs.Grow(n + 1) // record 0 is reserved
+	e.lens.Grow(n + 1)
+	e.free.Grow(e.recs.Cap())
+	e.ids.reserve(n)
+	e.q.Reserve(n)
+	e.reserved = n
+	return nil
 }
 
 // Stats describes the engine's tiers and the memory of its slabs: the

@@ -47,6 +47,7 @@ var (
 	ErrBadHeight     = errors.New("timerlane: block height out of sequence")
 	ErrNeedsLane     = errors.New("timerlane: fee fields, extend and system instructions need policy lane")
 	ErrNotSystem     = errors.New("timerlane: the sender is not a system deployer")
+	ErrReserveRange  = errors.New("timerlane: Reserve out of range")
 )
 
 // ErrorName returns the contract name of a call error, or "" if err is not one.

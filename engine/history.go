@@ -382,7 +382,11 @@ func (e *Engine) undoBlock(k int) error {
 // current height from the pending timers, in insertion order.
 func (e *Engine) requeue() {
 	pending := e.pendingBySeq()
-	q, err := e.newQueue()
+	// The new queue takes over the old one's arena, emptied: its memory
+	// (and Reserve's room) stays, and the old queue is never used again.
+	c := e.q.C
+	c.Reset()
+	q, err := e.newQueue(c)
 	if err != nil {
 		panic(err) // the layout was validated by New
 	}

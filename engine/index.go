@@ -347,12 +347,31 @@ func (x *idIndex) each(f func(entry uint64)) {
 func (x *idIndex) bytes() int { return 8 * (len(x.slots) + len(x.old)) }
 
 // reserve grows the index at once to hold n ids, so that a bulk load (a
-// snapshot) does not rehash it at every doubling. It leaves no doubling
-// under way.
+// snapshot) does not rehash it at every doubling, nor an engine that
+// reserved room for n timers (Engine.Reserve) ever double on the way
+// there. The new table's pages are mapped before the ids move in. It
+// leaves no doubling under way.
 func (x *idIndex) reserve(n int) {
 	x.finishGrow()
-	for 2*n > len(x.slots) {
-		x.startGrow()
-		x.finishGrow()
+	size := len(x.slots)
+	for 2*n > size {
+		size *= 2
+	}
+	if size == len(x.slots) {
+		return
+	}
+	old := x.slots
+	x.slots = make([]uint64, size)
+	hugepage.Advise(x.slots)
+	hugepage.Touch(x.slots)
+	x.mask = uint64(size - 1)
+	for _, v := range old {
+		if v != 0 {
+			p := (v >> 32) & x.mask
+			for x.slots[p] != 0 {
+				p = (p + 1) & x.mask
+			}
+			x.slots[p] = v
+		}
 	}
 }

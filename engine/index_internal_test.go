@@ -322,3 +322,40 @@ func randomIDs(n int, r *rand.Rand) []TimerID {
 	}
 	return ids
 }
+
+// TestIndexReserve: reserve, even in the middle of a doubling, leaves one
+// table big enough for n ids at most half full, with every id found and
+// reachable from its home; the n inserts after it start no doubling.
+func TestIndexReserve(t *testing.T) {
+	const recs, n = 60_000, 50_000
+	r := rand.New(rand.NewPCG(7, 8))
+	ids := randomIDs(recs, r)
+	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+	i := uint32(1)
+	for ; x.old == nil || i < 600; i++ { // into a doubling under way
+		x.put(&ids[i], i)
+	}
+	x.reserve(n)
+	if x.old != nil || len(x.slots) < 2*n || len(x.slots)&(len(x.slots)-1) != 0 {
+		t.Fatalf("after reserve(%d): growing %v, %d slots", n, x.old != nil, len(x.slots))
+	}
+	size := len(x.slots)
+	for ; i <= n; i++ {
+		x.put(&ids[i], i)
+		if x.old != nil || len(x.slots) != size {
+			t.Fatalf("insert %d of %d reserved grew the index", i, n)
+		}
+	}
+	for k := uint32(1); k < recs; k++ {
+		if got, ok := x.get(&ids[k]); ok != (k <= n) || ok && got != k {
+			t.Fatalf("record %d found at %d, %v", k, got, ok)
+		}
+	}
+	for p, v := range x.slots {
+		for q := (v >> 32) & x.mask; v != 0 && q != uint64(p); q = (q + 1) & x.mask {
+			if x.slots[q] == 0 {
+				t.Fatalf("slot %d is cut off from its home by an empty slot %d", p, q)
+			}
+		}
+	}
+}

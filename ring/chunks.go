@@ -96,6 +96,22 @@ func (c *Chunks) alloc() uint32 {
 	return i
 }
 
+// Reserve makes room for n chunks in use at once, their memory mapped now
+// (slab.Slab.Grow): alloc then takes none from the Go heap or the kernel.
+func (c *Chunks) Reserve(n int) {
+	n++ // index 0 is reserved
+	c.slab.Grow(n)
+	c.next.Grow(n)
+	c.free.Grow(n)
+}
+
+// Reset frees every chunk at once, keeping the arena's memory for reuse.
+// Nothing may use a bucket of its chunks afterwards.
+func (c *Chunks) Reset() {
+	c.used, c.live = 1, 0
+	c.free.Clear()
+}
+
 func (c *Chunks) release(i uint32) {
 	c.free.Push(i)
 	c.live--

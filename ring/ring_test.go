@@ -568,3 +568,25 @@ func TestBucketHeights(t *testing.T) {
 // Iter's comment promises at most 32 bytes (28 on 32-bit platforms): a
 // larger Iter fails to compile here.
 var _ [32 - unsafe.Sizeof(Iter{})]byte
+
+// TestReserveAndReset: Reserve makes room for n chunks that alloc takes
+// without growing the arena; Reset frees them all and keeps the memory.
+func TestReserveAndReset(t *testing.T) {
+	c := NewChunks()
+	c.Reserve(3 * 4096)
+	bytes := c.Bytes()
+	var b Bucket
+	for round := range 2 {
+		for s := range uint64(3 * 4096 * ChunkLen) {
+			b.Push(c, Entry{Height: 9, Seq: s + 1})
+		}
+		if c.Bytes() != bytes || c.Live() != 3*4096 {
+			t.Fatalf("round %d: %d chunks live in %d bytes; reserved %d", round, c.Live(), c.Bytes(), bytes)
+		}
+		c.Reset()
+		b = Bucket{}
+		if c.Live() != 0 || c.Bytes() != bytes {
+			t.Fatalf("round %d: after Reset %d live, %d bytes", round, c.Live(), c.Bytes())
+		}
+	}
+}

@@ -165,6 +165,16 @@ const lazyMax = 1 << 14
 // (or into a stage) its new position is reported to moved (if not nil), so
 // that its owner can still Remove it.
 func New(l Layout, moved func(val uint32, p ring.Pos)) (*Queue, error) {
+	return NewIn(l, ring.NewChunks(), moved)
+}
+
+// NewIn is New on arena c, whose chunks must all be free (a new arena, or
+// one Reset): a queue built anew from another's timers (a rollback's)
+// reuses the memory that one's arena holds.
+func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue, error) {
+	if c.Live() != 0 {
+		return nil, fmt.Errorf("calendar: an arena with %d chunks in use", c.Live())
+	}
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -177,7 +187,7 @@ func New(l Layout, moved func(val uint32, p ring.Pos)) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{
-		C: ring.NewChunks(), ring: r, epochs: e, overflow: overflow.New(), moved: moved,
+		C: c, ring: r, epochs: e, overflow: overflow.New(), moved: moved,
 		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
 		stage:    ring.NewBuckets(l.EpochLength), stageSeq: make([]uint64, l.EpochLength),
@@ -192,6 +202,16 @@ func New(l Layout, moved func(val uint32, p ring.Pos)) (*Queue, error) {
 	}
 	q.setWindow(0)
 	return q, nil
+}
+
+// Reserve makes room in the arena for the chunks of n timers (slab
+// memory, mapped now): a bucket's entries fill whole chunks but its last,
+// so n timers take at most n/ChunkLen chunks plus one per bucket that
+// can hold some (the ring's, the epoch tier's, staging's and the
+// overflow stage's; tombstones not yet dropped take room too).
+func (q *Queue) Reserve(n int) {
+	buckets := q.ring.Size() + q.epochs.Count() + q.length + 1
+	q.C.Reserve(n/ring.ChunkLen + min(n, int(buckets)))
 }
 
 // setWindow moves the window to epoch w and caches its bounds, so that

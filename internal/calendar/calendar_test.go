@@ -9,6 +9,7 @@ import (
 
 	"github.com/timerlane/timerlane/internal/calendar"
 	"github.com/timerlane/timerlane/internal/calendar/calendartest"
+	"github.com/timerlane/timerlane/ring"
 )
 
 var long = flag.Bool("calendar.long", false, "run the randomized calendar tests with many more seeds")
@@ -406,5 +407,29 @@ func TestChurnStaysBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNewInTakesAFreeArena: a queue starts on an arena whose chunks are
+// all free, a new one or one Reset, and refuses one in use.
+func TestNewInTakesAFreeArena(t *testing.T) {
+	q, err := calendar.New(calendar.DefaultLayout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Insert(ring.Entry{Height: 5, Seq: 1, Val: 1})
+	if _, err := calendar.NewIn(calendar.DefaultLayout, q.C, nil); err == nil {
+		t.Fatal("NewIn took an arena with a chunk in use")
+	}
+	q.C.Reset()
+	q2, err := calendar.NewIn(calendar.DefaultLayout, q.C, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q2.Insert(ring.Entry{Height: 5, Seq: 1, Val: 7})
+	q2.Advance(5)
+	due := q2.Take()
+	if e, ok := due.Next(q2.C); !ok || e.Val != 7 {
+		t.Fatalf("the new queue took %v, %v", e, ok)
 	}
 }

@@ -80,3 +80,22 @@ func TestSetEnabled(t *testing.T) {
 		}
 	}
 }
+
+// TestTouchLeavesDataAlone: Touch changes no byte, whatever the size and
+// alignment of the array, empty and tiny ones included.
+func TestTouchLeavesDataAlone(t *testing.T) {
+	buf := make([]byte, 5*pageSize+64)
+	for i := range buf {
+		buf[i] = byte(i*7 + 1)
+	}
+	for _, off := range []int{0, 1, 3, 4, 4093} {
+		for _, n := range []int{0, 1, 3, 4, 5, pageSize - 1, pageSize, 2*pageSize + 3, 4 * pageSize} {
+			Touch(buf[off : off+n])
+		}
+	}
+	for i := range buf {
+		if buf[i] != byte(i*7+1) {
+			t.Fatalf("byte %d changed", i)
+		}
+	}
+}

@@ -42,6 +42,20 @@ func (s *Slab[T]) Ensure(i uint32) {
 	}
 }
 
+// Grow gives the slab room for n elements (indices 0 .. n-1) and maps the
+// memory of the chunks it adds now (hugepage.Touch), so that the writes
+// that fill them later wait for no page fault.
+func (s *Slab[T]) Grow(n int) {
+	if n <= s.Cap() {
+		return
+	}
+	had := len(s.chunks)
+	s.Ensure(uint32(n - 1))
+	for _, c := range s.chunks[had:] {
+		hugepage.Touch(c)
+	}
+}
+
 func (s *Slab[T]) newChunk() []T {
 	size := int(unsafe.Sizeof(*new(T))) * chunk
 	have := len(s.chunks) * size

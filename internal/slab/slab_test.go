@@ -115,3 +115,32 @@ func TestStackAcrossChunks(t *testing.T) {
 		t.Fatalf("%d left after popping all", f.n)
 	}
 }
+
+// TestGrow: Grow gives room for n elements, keeps what the slab holds and
+// never shrinks it.
+func TestGrow(t *testing.T) {
+	var s Slab[uint64]
+	s.Ensure(5)
+	*s.At(5) = 42
+	for _, tc := range []struct{ n, cap int }{{0, chunk}, {chunk, chunk}, {chunk + 1, 2 * chunk}, {5*chunk - 3, 5 * chunk}, {7, 5 * chunk}} {
+		s.Grow(tc.n)
+		if s.Cap() != tc.cap {
+			t.Fatalf("Grow(%d): Cap %d, want %d", tc.n, s.Cap(), tc.cap)
+		}
+		if *s.At(5) != 42 {
+			t.Fatalf("Grow(%d) changed an element", tc.n)
+		}
+	}
+	var f Stack
+	f.Grow(3 * chunk)
+	for v := range uint32(3 * chunk) {
+		f.Push(v) // in room Grow made: Push would panic past it
+	}
+	if top, _ := f.Top(); top != 3*chunk-1 || f.Len() != 3*chunk {
+		t.Fatalf("stack top %d, len %d", top, f.Len())
+	}
+	f.Clear()
+	if _, ok := f.Pop(); ok || f.Len() != 0 || f.Bytes() == 0 {
+		t.Fatalf("after Clear: len %d, %d bytes kept", f.Len(), f.Bytes())
+	}
+}

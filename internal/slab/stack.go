@@ -18,6 +18,12 @@ func (f *Stack) Reserve(n int) {
 	}
 }
 
+// Grow is Reserve with the memory of the room it adds mapped now (Slab.Grow).
+func (f *Stack) Grow(n int) { f.s.Grow(n) }
+
+// Clear empties the stack, keeping its room.
+func (f *Stack) Clear() { f.n = 0 }
+
 // Bytes is the memory the stack holds.
 func (f *Stack) Bytes() int { return f.s.Bytes() }
 
