@@ -144,3 +144,23 @@ func ExampleEngine_Rollback() {
 	// height 4 pending 1
 	// height 5 pending 0
 }
+
+// A node that expects up to a million pending timers reserves their room
+// when it starts, so that no call on the way there stops to grow the
+// engine's memory.
+func ExampleEngine_Reserve() {
+	e, err := engine.New(engine.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	before := e.Stats()
+	if err := e.Reserve(1_000_000); err != nil {
+		panic(err)
+	}
+	after := e.Stats()
+	fmt.Println("reserved at least 100 MB:", after.ArenaBytes+after.IndexBytes-before.ArenaBytes-before.IndexBytes >= 100<<20)
+	fmt.Println(e.Reserve(-1))
+	// Output:
+	// reserved at least 100 MB: true
+	// timerlane: Reserve out of range: -1 timers: must be in [0, 1073741824]
+}

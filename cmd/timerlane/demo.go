@@ -43,6 +43,7 @@ type demoConfig struct {
 	seed                   uint64
 	quiet                  bool
 	dir                    string
+	reserve                int
 }
 
 // parseDemoFlags returns the config, or ok == false with the exit code.
@@ -54,6 +55,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (c demoConfig, code int, ok
 	fs.Uint64Var(&c.seed, "seed", 1, "seed `N` of the scenario's random choices: the same seed gives the same counts")
 	fs.IntVar(&c.blocks, "blocks", 0, "`N` load blocks: the blocks whose transactions schedule the timers\n(0: timers/500, at least 100)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr")
+	fs.IntVar(&c.reserve, "reserve", 0, "reserve room for `N` timers before the first block (engine.Reserve), as a\nnode that knows its scale would: no call then waits for the engine's memory\nto grow (0: none)")
 	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty; inspect it\nafterwards with timerlane inspect DIR)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
@@ -78,6 +80,8 @@ func parseDemoFlags(args []string, stderr io.Writer) (c demoConfig, code int, ok
 		return bad("--actors %d: must be in [1, %s]", c.actors, commas(maxActors))
 	case c.blocks < 0 || c.blocks > maxBlocks:
 		return bad("--blocks %d: must be in [0, %s]", c.blocks, commas(maxBlocks))
+	case c.reserve < 0 || c.reserve > maxTimers:
+		return bad("--reserve %d: must be in [0, %s]", c.reserve, commas(maxTimers))
 	}
 	if c.blocks == 0 {
 		c.blocks = max(100, c.timers/500)
@@ -218,8 +222,11 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	s.baseHeap = m.HeapAlloc
 	if c.dir == "" {
 		e, err := engine.New(s.cfg)
+		if err != nil {
+			return s, err
+		}
 		s.e = e
-		return s, err
+		return s, e.Reserve(c.reserve)
 	}
 	s.cfg.StateRoot = true
 	e, err := engine.Open(c.dir, s.cfg)
@@ -231,7 +238,7 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 		return s, fmt.Errorf("--dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", c.dir, e.Height())
 	}
 	s.e = e
-	return s, nil
+	return s, e.Reserve(c.reserve)
 }
 
 func actorAddr(i int) engine.Address {
