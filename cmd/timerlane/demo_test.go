@@ -139,6 +139,8 @@ func TestDemoBadFlags(t *testing.T) {
 		{[]string{"--actors", "0"}, "--actors"},
 		{[]string{"--actors", "-1"}, "--actors"},
 		{[]string{"--blocks", "-1"}, "--blocks"},
+		{[]string{"--reserve", "-1"}, "--reserve"},
+		{[]string{"--reserve", "100000001"}, "--reserve"},
 		{[]string{"--seed", "-1"}, "-seed"},
 		{[]string{"--nope"}, "-nope"},
 		{[]string{"extra"}, `"extra"`},
@@ -155,7 +157,7 @@ func TestDemoHelp(t *testing.T) {
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
-	for _, want := range []string{"usage: timerlane demo", "-timers", "-actors", "-seed", "-blocks", "-quiet"} {
+	for _, want := range []string{"usage: timerlane demo", "-timers", "-actors", "-seed", "-blocks", "-quiet", "-reserve"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("help lacks %q:\n%s", want, errs)
 		}
@@ -201,5 +203,26 @@ func TestTierOfMatchesEngine(t *testing.T) {
 		if want := tierOf(cfg, h, h+d); got != want {
 			t.Errorf("%d blocks ahead: the engine put it in tier %d, tierOf says %d", d, got, want)
 		}
+	}
+}
+
+// TestDemoReserve: --reserve changes memory only: the same counts as
+// without it, and more engine memory held from the start.
+func TestDemoReserve(t *testing.T) {
+	run := func(args ...string) map[string]string {
+		code, out, errs := runDemo(t, append(small, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return counts(t, out)
+	}
+	plain, reserved := run(), run("--reserve", "50000")
+	for k := range plain {
+		if k != "engine.Stats bytes" && plain[k] != reserved[k] {
+			t.Errorf("%q is %q with --reserve, %q without", k, reserved[k], plain[k])
+		}
+	}
+	if plain["engine.Stats bytes"] == reserved["engine.Stats bytes"] {
+		t.Errorf("--reserve 50000 left engine.Stats bytes at %s", plain["engine.Stats bytes"])
 	}
 }
