@@ -305,7 +305,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
-		e.retireTaken(kept, k, i)
+		e.retireTaken(&kept, k, i)
 	}
 	clear(order) // no stale record index survives in the buffer
 	e.due = order[:0]

@@ -58,9 +58,9 @@ type histBlock struct {
 type history struct {
 	depth   uint64
 	blocks  fifoBuf[histBlock]
-	ops     fifoBuf[undo]
-	taken   fifoBuf[takenRec] // the timers taken to fire
-	expired fifoBuf[byte]     // appendFairEntry encodings
+	ops     chunkFIFO[undo]
+	taken   chunkFIFO[takenRec] // the timers taken to fire
+	expired fifoBuf[byte]       // appendFairEntry encodings
 	sched   fifoBuf[byte]
 }
 
@@ -161,31 +161,50 @@ func (e *Engine) retire(i uint32) {
 	e.hist.ops.push1(cancelUndo(i, e.recs.At(i)))
 }
 
+// keptTaken names the history entries of the timers an end of block
+// took to fire: list's positions from on; list is nil with rollback off.
+// seg is the entries of the chunk that the last retireTaken wrote to,
+// from the segK-th on: the fire loop writes them in order, so most
+// retireTaken index a slice, as when the list was one slice.
+type keptTaken struct {
+	list *chunkFIFO[takenRec]
+	from uint64
+	seg  []takenRec
+	segK int
+}
+
 // keepTaken hands the history the timers the open block took to fire,
-// recs, before the first fires, and returns their entries (nil with
-// rollback off): the k-th of them then ends with retireTaken(kept, k).
-func (e *Engine) keepTaken(recs []uint32) []takenRec {
+// recs, before the first fires, and returns their entries: the k-th of
+// them then ends with retireTaken(kept, k).
+func (e *Engine) keepTaken(recs []uint32) keptTaken {
 	if e.hist == nil {
-		return nil
+		return keptTaken{}
 	}
 	t := &e.hist.taken
-	from := t.end()
-	t.room(len(recs))
-	for _, i := range recs {
-		t.buf = append(t.buf, takenRec{rec: i})
+	kept := keptTaken{list: t, from: t.end()}
+	for len(recs) > 0 {
+		c := t.extend(len(recs))
+		for j, i := range recs[:len(c)] {
+			c[j] = takenRec{rec: i}
+		}
+		recs = recs[len(c):]
 	}
-	return t.span(from, t.end())
+	return kept
 }
 
 // retireTaken ends timer i, the k-th of kept, whose record is in cache:
 // its history entry notes what the record holds, or without a history
 // the record is freed.
-func (e *Engine) retireTaken(kept []takenRec, k int, i uint32) {
-	if kept == nil {
+func (e *Engine) retireTaken(kept *keptTaken, k int, i uint32) {
+	if kept.list == nil {
 		e.release(i)
 		return
 	}
-	kept[k].held = e.recs.At(i).held()
+	j := k - kept.segK
+	if uint(j) >= uint(len(kept.seg)) {
+		kept.seg, kept.segK, j = kept.list.seg(kept.from+uint64(k), kept.list.end()), k, 0
+	}
+	kept.seg[j].held = e.recs.At(i).held()
 }
 
 // windowExpired hears each fairness entry an expiry drops.
@@ -214,23 +233,30 @@ func (e *Engine) trimHist() {
 			break
 		}
 		end := h.end(0)
-		span := h.ops.span(b.ops, end.ops)
-		for k := range span {
-			// The block's entries are depth blocks old, long out of the
-			// cache: load them well ahead of the loop.
-			if k+trimAhead < len(span) {
-				prefetch.Line(unsafe.Pointer(&span[k+trimAhead]))
-			}
-			if u := &span[k]; u.kind == undoCancel {
-				e.releaseHeld(u.rec, u.held())
+		for a := b.ops; a < end.ops; {
+			span := h.ops.seg(a, end.ops)
+			a += uint64(len(span))
+			for k := range span {
+				// The block's entries are depth blocks old, long out of
+				// the cache: load them well ahead of the loop.
+				if k+trimAhead < len(span) {
+					prefetch.Line(unsafe.Pointer(&span[k+trimAhead]))
+				}
+				if u := &span[k]; u.kind == undoCancel {
+					e.releaseHeld(u.rec, u.held())
+				}
 			}
 		}
-		for _, t := range h.taken.span(b.taken, end.taken) {
-			// No record has actor index 0: an entry with it was never
-			// reached by its fire loop (an executor panicked), and its
-			// record is left alone, as if never retired.
-			if t.held.actor != 0 {
-				e.releaseHeld(t.rec, t.held)
+		for a := b.taken; a < end.taken; {
+			span := h.taken.seg(a, end.taken)
+			a += uint64(len(span))
+			for _, t := range span {
+				// No record has actor index 0: an entry with it was never
+				// reached by its fire loop (an executor panicked), and its
+				// record is left alone, as if never retired.
+				if t.held.actor != 0 {
+					e.releaseHeld(t.rec, t.held)
+				}
 			}
 		}
 		h.ops.trim(end.ops)
@@ -345,15 +371,16 @@ func (e *Engine) undoBlock(k int) error {
 	h := e.hist
 	b := *h.blocks.at(k)
 	end := h.end(k)
-	ops := h.ops.span(b.ops, end.ops)
-	for j := len(ops) - 1; j >= 0; j-- {
-		e.touch(&e.recs.At(ops[j].rec).id) // before undoOp may free the record
-		e.undoOp(ops[j], false)
+	for p := end.ops; p > b.ops; {
+		p--
+		u := *h.ops.pos(p)
+		e.touch(&e.recs.At(u.rec).id) // before undoOp may free the record
+		e.undoOp(u, false)
 	}
 	h.ops.cut(b.ops)
-	taken := h.taken.span(b.taken, end.taken)
-	for j := len(taken) - 1; j >= 0; j-- {
-		i := taken[j].rec
+	for p := end.taken; p > b.taken; {
+		p--
+		i := h.taken.pos(p).rec
 		e.touch(&e.recs.At(i).id)
 		e.undoOp(undo{rec: i, kind: undoCancel}, false) // relinks it
 	}

@@ -828,7 +828,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			// here: the timer, already taken, is collected as CIP-1 §3
 			// step 8 says.
 			e.reportCollected(&r.id, InsufficientFunds)
-			e.retireTaken(kept, j, c.rec)
+			e.retireTaken(&kept, j, c.rec)
 			res.GC++
 			continue
 		}
@@ -850,7 +850,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if e.obs != nil {
 			e.obs.Fired(&e.del, e.lastFire)
 		}
-		e.retireTaken(kept, j, c.rec)
+		e.retireTaken(&kept, j, c.rec)
 		res.Fired++
 	}
 
