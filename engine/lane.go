@@ -385,6 +385,28 @@ func (e *Engine) notSelected(c *cand, cost Amount, gcs *[]gcCand) {
 	e.setReason(c.rec, LaneFull)
 }
 
+// overCap decides the fate of timer i, the k-th due, whose gas limit is
+// above the per-fire cap and whose priority fee is prio: CIP-1 §3 step 4's
+// funds check comes before step 7's cap, so it is collected
+// insufficient_funds if its payer's balance does not cover its max_cost,
+// and deferred over_cap otherwise.
+func (e *Engine) overCap(k int, i uint32, r *rec, f *Fees, prio Amount, gas uint64, gcs *[]gcCand) {
+	s := &e.lane
+	c := cand{prio: prio, gas: gas, rec: i, payerIdx: e.payerIdx(r, f)}
+	if f != nil && f.Set&HasFeePayer != 0 {
+		c.wf |= candFeePayer
+	}
+	perCycle, ok := u128.Add(s.basefee, prio)
+	if ok {
+		_, ok = u128.Mul64(perCycle, gas)
+	}
+	if !ok || e.balance(&c).Cmp(s.maxCost(&c)) < 0 {
+		*gcs = append(*gcs, gcCand{i, InsufficientFunds})
+		return
+	}
+	s.reasons[k] = OverCap
+}
+
 // balance is c's payer's balance before this block's selection reserved
 // any of it.
 func (e *Engine) balance(c *cand) Amount {
@@ -654,10 +676,6 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if f != nil && f.Set&HasGasLimit != 0 {
 			gas = f.GasLimit
 		}
-		if gas > fireCap {
-			s.reasons[k] = OverCap
-			continue
-		}
 		// Stated fees at the standard tier, the common case, go round bid.
 		var b Bid
 		if f != nil && f.Set&(HasMaxFee|HasMaxPriorityFee) != 0 && f.Set&HasTier == 0 && plainStd {
@@ -667,11 +685,18 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		if b.MaxFee.Cmp(s.basefee) < 0 {
 			s.reasons[k] = BelowBasefee
+			if gas > fireCap {
+				s.reasons[k] = OverCap
+			}
 			continue
 		}
 		prio := b.MaxFee.Sub(s.basefee)
 		if b.MaxPriorityFee.Cmp(prio) < 0 {
 			prio = b.MaxPriorityFee
+		}
+		if gas > fireCap {
+			e.overCap(k, i, r, f, prio, gas, &gcs)
+			continue
 		}
 		// W, as weight gives it, without a call once the actor has it.
 		w := s.weights[r.actor].w

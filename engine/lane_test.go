@@ -556,3 +556,39 @@ func TestLaneActivation(t *testing.T) {
 	require.Equal(t, uint32(2_000_000), l.log.fees[0].Weight)
 	require.Equal(t, uint64(250_000), l.log.fees[0].GasLimit)
 }
+
+// TestLaneOverCapNeedsFunds: CIP-1 §3 step 4's funds check comes before
+// step 7's per-fire cap. Of two timers a lowered cap leaves over it, the
+// one whose payer cannot cover its max_cost is collected
+// insufficient_funds; the funded one waits over_cap, and fires once the
+// cap is raised again.
+func TestLaneOverCapNeedsFunds(t *testing.T) {
+	l := newLane(t, nil)
+	l.fund(actorB, "1000000000000")
+	over := engine.Fees{Set: engine.HasGasLimit, GasLimit: 200_000}
+	paid := over
+	paid.Set, paid.FeePayer = paid.Set|engine.HasFeePayer, actorB
+	var poor, rich engine.TimerID
+	l.block(1, actorA, func(tx engine.Tx) {
+		poor = l.schedule(tx, 3, "poor", over)
+		rich = l.schedule(tx, 3, "rich", paid)
+	})
+	setCap := func(h, fireCap uint64) { // in force from block h+1
+		require.NoError(t, l.e.BeginBlock(h))
+		p := l.e.LaneParams()
+		p.MaxCyclesPerFireAuction = fireCap
+		require.NoError(t, l.e.SystemUpdateConfig(sysS, p))
+		_, err := l.e.EndBlock(l.x)
+		require.NoError(t, err)
+		require.NoError(t, l.e.Commit())
+	}
+	setCap(2, 100_000)
+	res, lines := l.block(3, actorA, nil)
+	require.Equal(t, []string{fmt.Sprintf("gc %x insufficient_funds", poor[:2]), fmt.Sprintf("defer %x over_cap", rich[:2])}, lines)
+	require.Equal(t, 1, res.GC)
+	require.Equal(t, 1, l.e.Pending())
+	setCap(4, 250_000)
+	res, _ = l.block(5, actorA, nil)
+	require.Equal(t, 1, res.Fired)
+	require.Equal(t, 0, l.e.Pending())
+}
