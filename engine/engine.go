@@ -755,6 +755,11 @@ type Stats struct {
 	// B-tree still holds as tombstones (docs/SPEC.md §9): at most twice
 	// its timers plus 64.
 	OverflowTombstones int
+	// Records counts the timer records in use: the pending timers' and
+	// those the rollback history still holds (timers the last
+	// RollbackDepth blocks fired or cancelled). Its peak is the n that
+	// Reserve needs.
+	Records int
 }
 
 // Stats returns the current figures.
@@ -765,5 +770,6 @@ func (e *Engine) Stats() Stats {
 	s.IndexBytes = e.ids.bytes()
 	s.DataBytes = e.data.Bytes()
 	s.OverflowTombstones = e.q.Tombstones()
+	s.Records = int(e.nrecs) - 1 - e.free.Len() // record 0 is never used
 	return s
 }

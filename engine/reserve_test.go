@@ -102,3 +102,29 @@ func TestReserveRange(t *testing.T) {
 	require.NoError(t, e.Reserve(100)) // smaller: nothing changes
 	require.Equal(t, after, e.Stats())
 }
+
+// TestStatsRecords: Stats.Records counts the pending timers' records and,
+// with rollback on, those the history keeps for the last RollbackDepth
+// blocks; with rollback off, the pending ones alone.
+func TestStatsRecords(t *testing.T) {
+	for _, depth := range []uint64{0, 4} {
+		e := newEngine(t, func(c *engine.Config) { c.RollbackDepth = depth })
+		for h := uint64(1); h <= 10; h++ {
+			require.NoError(t, e.BeginBlock(h))
+			tx, err := e.Begin(actorA, h)
+			require.NoError(t, err)
+			for k := range 3 { // each block: 3 timers, one due next block
+				_, _, err := tx.Schedule(h+1+uint64(k)*100, []byte{byte(k)})
+				require.NoError(t, err)
+			}
+			require.NoError(t, tx.Commit())
+			_, err = e.EndBlock(&recorder{})
+			require.NoError(t, err)
+			require.NoError(t, e.Commit())
+			// Fired so far: one per block from block 2 on; the history
+			// keeps the last depth blocks' fires.
+			held := min(h-1, depth)
+			require.Equal(t, e.Pending()+int(held), e.Stats().Records, "depth %d, block %d", depth, h)
+		}
+	}
+}

@@ -583,6 +583,7 @@ func (s *scenario) report(w io.Writer) {
 	ps := s.peak
 	row("peak pending", commas(ps.Pending), fmt.Sprintf("timers at height %s: ring %s, epoch tier %s, overflow %s",
 		commas(int(s.peakHeight)), commas(ps.InRing), commas(ps.InEpochs), commas(ps.InOverflow)))
+	row("records in use", commas(ps.Records), "at that height: the pending timers' and the rollback history's (--reserve room)")
 	fmt.Fprintln(tw)
 
 	p := max(1, s.atPeak.pending)
