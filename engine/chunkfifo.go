@@ -21,9 +21,7 @@ const (
 	chunkItems = 1 << chunkShift
 )
 
-func (f *chunkFIFO[T]) len() int    { return int(f.n - f.head) }
 func (f *chunkFIFO[T]) end() uint64 { return f.n }
-func (f *chunkFIFO[T]) at(k int) *T { return f.pos(f.head + uint64(k)) }
 func (f *chunkFIFO[T]) full() bool  { return f.n-f.base == uint64(len(f.chunks))<<chunkShift }
 func (f *chunkFIFO[T]) push1(v T)   { f.room(); *f.pos(f.n) = v; f.n++ }
 
@@ -52,9 +50,7 @@ func (f *chunkFIFO[T]) room() {
 // chunk taken back holds what it held before.
 func (f *chunkFIFO[T]) extend(n int) []T {
 	f.room()
-	o := f.n - f.base
-	lo := o & (chunkItems - 1)
-	c := f.chunks[o>>chunkShift][lo : lo+min(uint64(n), chunkItems-lo)]
+	c := f.seg(f.n, f.n+uint64(n))
 	f.n += uint64(len(c))
 	return c
 }

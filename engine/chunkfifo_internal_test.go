@@ -5,6 +5,10 @@ import (
 	"testing"
 )
 
+// len and at are fifoBuf's, for the tests that read the history's lists.
+func (f *chunkFIFO[T]) len() int    { return int(f.n - f.head) }
+func (f *chunkFIFO[T]) at(k int) *T { return f.pos(f.head + uint64(k)) }
+
 // TestChunkFIFOAgainstSlice drives a chunkFIFO and a plain slice with the
 // same random pushes (one and many, across chunk boundaries), trims and
 // cuts, and checks every live position, len, end and the seg walk.

@@ -286,11 +286,7 @@ func (x *idIndex) moveSome() {
 	for k := 0; k < growStep || x.old[x.cur] != 0; k++ {
 		if v := x.old[x.cur]; v != 0 {
 			x.old[x.cur] = 0
-			p := (v >> 32) & x.mask
-			for x.slots[p] != 0 {
-				p = (p + 1) & x.mask
-			}
-			x.slots[p] = v
+			x.insert(v)
 		}
 		x.cur = (x.cur + 1) & x.oldMask
 		if x.cur == x.moveStop {
@@ -298,6 +294,16 @@ func (x *idIndex) moveSome() {
 			return
 		}
 	}
+}
+
+// insert puts slot value v (tag and record) into the first empty slot of
+// slots from its home: a move between tables, which needs no lookup.
+func (x *idIndex) insert(v uint64) {
+	p := (v >> 32) & x.mask
+	for x.slots[p] != 0 {
+		p = (p + 1) & x.mask
+	}
+	x.slots[p] = v
 }
 
 // putAll adds the ids of records recs, none of them present, in the order
@@ -367,11 +373,7 @@ func (x *idIndex) reserve(n int) {
 	x.mask = uint64(size - 1)
 	for _, v := range old {
 		if v != 0 {
-			p := (v >> 32) & x.mask
-			for x.slots[p] != 0 {
-				p = (p + 1) & x.mask
-			}
-			x.slots[p] = v
+			x.insert(v)
 		}
 	}
 }

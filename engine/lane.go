@@ -385,28 +385,6 @@ func (e *Engine) notSelected(c *cand, cost Amount, gcs *[]gcCand) {
 	e.setReason(c.rec, LaneFull)
 }
 
-// overCap decides the fate of timer i, the k-th due, whose gas limit is
-// above the per-fire cap and whose priority fee is prio: CIP-1 §3 step 4's
-// funds check comes before step 7's cap, so it is collected
-// insufficient_funds if its payer's balance does not cover its max_cost,
-// and deferred over_cap otherwise.
-func (e *Engine) overCap(k int, i uint32, r *rec, f *Fees, prio Amount, gas uint64, gcs *[]gcCand) {
-	s := &e.lane
-	c := cand{prio: prio, gas: gas, rec: i, payerIdx: e.payerIdx(r, f)}
-	if f != nil && f.Set&HasFeePayer != 0 {
-		c.wf |= candFeePayer
-	}
-	perCycle, ok := u128.Add(s.basefee, prio)
-	if ok {
-		_, ok = u128.Mul64(perCycle, gas)
-	}
-	if !ok || e.balance(&c).Cmp(s.maxCost(&c)) < 0 {
-		*gcs = append(*gcs, gcCand{i, InsufficientFunds})
-		return
-	}
-	s.reasons[k] = OverCap
-}
-
 // balance is c's payer's balance before this block's selection reserved
 // any of it.
 func (e *Engine) balance(c *cand) Amount {
@@ -694,8 +672,23 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if b.MaxPriorityFee.Cmp(prio) < 0 {
 			prio = b.MaxPriorityFee
 		}
+		c := cand{prio: prio, gas: gas, rec: i, payerIdx: e.payerIdx(r, f)}
+		if perCycle, ok := u128.Add(s.basefee, prio); ok {
+			if _, ok := u128.Mul64(perCycle, gas); ok {
+				c.wf |= candCovered
+			}
+		}
+		if f != nil && f.Set&HasFeePayer != 0 {
+			c.wf |= candFeePayer
+		}
 		if gas > fireCap {
-			e.overCap(k, i, r, f, prio, gas, &gcs)
+			// CIP-1 §3 step 4's funds check comes before step 7's cap:
+			// collected if its payer cannot cover its max_cost.
+			if !c.covered() || e.balance(&c).Cmp(s.maxCost(&c)) < 0 {
+				gcs = append(gcs, gcCand{i, InsufficientFunds})
+			} else {
+				s.reasons[k] = OverCap
+			}
 			continue
 		}
 		// W, as weight gives it, without a call once the actor has it.
@@ -703,21 +696,11 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if s.weights[r.actor].gen != s.gen {
 			w = e.weight(r.actor)
 		}
-		perCycle, ok1 := u128.Add(s.basefee, prio)
-		_, ok2 := u128.Mul64(perCycle, gas)
+		c.wf |= w
+		c.tag = uint32(e.ids.tag(&r.id))
 		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
 		minGas = min(minGas, gas)
-		wf := w
-		if ok1 && ok2 {
-			wf |= candCovered
-		}
-		if f != nil && f.Set&HasFeePayer != 0 {
-			wf |= candFeePayer
-		}
-		cands = append(cands, cand{
-			prio: prio, gas: gas, wf: wf,
-			rec: i, payerIdx: e.payerIdx(r, f), tag: uint32(e.ids.tag(&r.id)),
-		})
+		cands = append(cands, c)
 	}
 	// Sort (step 7): effective priority descending, then timer id.
 	// Select greedily within the lane, walking the candidates in that

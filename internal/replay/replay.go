@@ -411,12 +411,12 @@ func (rn *runner) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, error
 	}
 	rn.handlerOut.Reset()
 	rn.ev.w = rn.callsW
+	if rn.failure != nil { // an earlier script of the block failed: the replay stops there
+		return engine.Usage{}, nil
+	}
 	s := rn.scripts[scriptKey{d.Actor, string(d.Handler)}]
 	if s == nil {
 		s = &script{cycles: 10000}
-	}
-	if rn.failure != nil { // an earlier script of the block failed: the replay stops there
-		return engine.Usage{}, nil
 	}
 	tx.SetNonce(rn.nonces[d.Actor])
 	from := d.TimerID
