@@ -592,3 +592,32 @@ func TestLaneOverCapNeedsFunds(t *testing.T) {
 	require.Equal(t, 1, res.Fired)
 	require.Equal(t, 0, l.e.Pending())
 }
+
+// A config update made in a block that a rollback undoes is undone with it:
+// the block run again starts with the parameters in force before, whether
+// the undone block was the last (the update still pending) or not (it had
+// taken effect).
+func TestLaneRollbackUndoesConfigUpdate(t *testing.T) {
+	for _, depth := range []uint64{1, 2} {
+		t.Run(fmt.Sprintf("undone blocks %d", depth), func(t *testing.T) {
+			l := newLane(t, nil)
+			l.block(1, actorA, nil)
+			before := l.e.LaneParams()
+			require.NoError(t, l.e.BeginBlock(2))
+			p := before
+			p.FairnessWindowBlocks, p.GCCycles = 7, 0
+			require.NoError(t, l.e.SystemUpdateConfig(sysS, p))
+			_, err := l.e.EndBlock(l.x)
+			require.NoError(t, err)
+			require.NoError(t, l.e.Commit())
+			if depth == 2 {
+				l.block(3, actorA, nil)
+				require.Equal(t, p, l.e.LaneParams())
+			}
+			require.NoError(t, l.e.Rollback(1))
+			require.Equal(t, before, l.e.NextLaneParams(), "the undone update is still pending")
+			l.block(2, actorA, nil)
+			require.Equal(t, before, l.e.LaneParams())
+		})
+	}
+}

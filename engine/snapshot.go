@@ -551,7 +551,9 @@ func (e *Engine) restoreScheduler(b []byte) error {
 		}
 		s.update, rest = &u, tail
 	} else {
-		rest = rest[1:]
+		// A rollback restores into a live engine: an update made in a
+		// block it undoes must go too.
+		s.update, rest = nil, rest[1:]
 	}
 	if len(rest) != 0 {
 		return fmt.Errorf("%d bytes after the scheduler state", len(rest))
