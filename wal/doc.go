@@ -91,7 +91,14 @@
 //     write leaves exactly that. Open truncates the segment there (or
 //     removes it, if even its header is incomplete), logs "wal: torn tail:
 //     cut SEGMENT at offset N (M bytes)" through Options.Logf and reports it
-//     in Recovery().Cut.
+//     in Recovery().Cut. Never below the snapshot recovery starts from:
+//     WriteSnapshot syncs the log before it writes, so no crash leaves the
+//     records up to a snapshot's height unsynced, and a last segment
+//     broken below it is corruption (a truncated copy, a lost page of
+//     synced data), which cutting would turn into the silent loss of every
+//     record after the snapshot. A segment cut exactly at a record
+//     boundary, or removed whole, shows no broken record: without a
+//     manifest that is not told apart from a crash in Truncate's removals.
 //   - Corruption: anything else, such as a flipped bit in a record that has
 //     a valid record after it, a bad header, a missing segment or a height
 //     gap. Open fails with a *CorruptError{Segment, Offset, Reason}

@@ -247,7 +247,7 @@ func (l *Log) recover() error {
 		}
 	}
 	for _, e := range f.errs {
-		opts.Logf("wal: skipped damaged snapshot (the log covers it): %v", e)
+		opts.Logf("wal: skipped damaged snapshot (the state is recovered without it): %v", e)
 	}
 	rec := &l.rec
 	if f.base != nil {
@@ -360,6 +360,19 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 		return nil, notCorrupt(err) // newestBase reports any damage
 	}
 	last, k := sc.last, l.opts.KeepRecords
+	// skipped reports damage that leaves fewer records to keep: recovery
+	// goes on from a newer base, and `timerlane verify` names the file.
+	var logged []string
+	skipped := func(err error) error {
+		if !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		if msg := err.Error(); !slices.Contains(logged, msg) {
+			logged = append(logged, msg)
+			l.opts.Logf("wal: fewer records kept for rollback, past damage: %v", err)
+		}
+		return nil
+	}
 	// try returns the base at snapshot i (or the log's start, for i = -1),
 	// nil if it is damaged or the records after it do not reach last.
 	var bad []snapshotFile
@@ -372,7 +385,7 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 			}
 			sc, err := l.scanSegs(ls, 0, 0, true)
 			if err != nil || sc.last != last {
-				return nil, notCorrupt(err)
+				return nil, skipped(err)
 			}
 			f.sc = sc
 			return f, nil
@@ -382,7 +395,9 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 			if !errors.Is(err, ErrCorrupt) {
 				return nil, err
 			}
-			bad, errs = append(bad, s), append(errs, err)
+			if !slices.Contains(bad, s) { // try may come back to it
+				bad, errs = append(bad, s), append(errs, err)
+			}
 			return nil, nil
 		}
 		f.sc = sc
@@ -392,7 +407,7 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 				return nil, nil
 			}
 			if f.sc, err = l.scanSegs(ls, start, s.height, false); err != nil || f.sc.last != last {
-				return nil, notCorrupt(err)
+				return nil, skipped(err)
 			}
 		}
 		f.base = &ls.snaps[i]
@@ -450,8 +465,10 @@ func checkSnapshot(fsys vfs.FS, dir string, s snapshotFile) error {
 func (l *Log) scanSegs(ls *listing, start int, snapHeight uint64, genesis bool) (scanned, error) {
 	sc, err := l.scan(ls.segs[start:], snapHeight, genesis)
 	if c := sc.cut; c != nil {
+		if l.rec.Cut == nil || *l.rec.Cut != *c { // a second scan finds it again, read-only
+			l.opts.Logf("wal: torn tail: %s", c)
+		}
 		l.rec.Cut = c
-		l.opts.Logf("wal: torn tail: %s", c)
 		if c.Removed {
 			ls.segs = slices.DeleteFunc(ls.segs, func(s segment) bool { return s.name == c.Segment })
 		}
@@ -484,8 +501,14 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		corrupt := func(off int64, reason string) error {
 			return &CorruptError{Segment: seg.name, Offset: off, Reason: reason}
 		}
+		// A tail cut short below the snapshot is not a torn write: the
+		// snapshot was written after a sync that covered its height.
+		belowSnap := func(last uint64) bool { return snapHeight > 0 && last < snapHeight }
 		first, flags, ferr := decodeSegmentHeader(data)
 		if ferr != nil {
+			if isLast && seg.first > 0 && belowSnap(seg.first-1) {
+				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at height %d, at or below the snapshot at %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
+			}
 			if isLast && tornAt(data, 0, maxLen, lostPages) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
@@ -519,6 +542,9 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		for off < int64(len(data)) {
 			r, ferr := decodeRecord(data[off:], maxLen)
 			if ferr != nil {
+				if isLast && belowSnap(next-1) {
+					return sc, corrupt(off, fmt.Sprintf("%s; the log would end at height %d, below the snapshot at %d, whose records were synced before it was written: damage, not a torn write", ferr.reason, next-1, snapHeight))
+				}
 				if isLast && tornAt(data, off, maxLen, lostPages) {
 					if !l.opts.ReadOnly {
 						if err := l.fs.Truncate(path, off); err != nil {

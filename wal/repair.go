@@ -16,9 +16,11 @@ type RepairAction struct {
 	Corruption *CorruptError
 	// What was done: "truncated" (Segment cut at the corruption's offset),
 	// "removed" (a segment whose header was damaged, or a later segment
-	// that no longer joins the log) or "set aside" (a damaged snapshot the
+	// that no longer joins the log), "set aside" (a damaged snapshot the
 	// log does not cover, renamed to NAME.corrupt so that recovery falls
-	// back to an older state).
+	// back to an older state) or "torn tail" (the torn tail that any
+	// writable Open cuts, Corruption nil: Removed bytes of File from
+	// Offset, the whole file if Offset is 0).
 	Action  string
 	File    string
 	Offset  int64
@@ -36,6 +38,11 @@ func (a RepairAction) String() string {
 		return fmt.Sprintf("removed %s (%d bytes) because %v", a.File, a.Removed, a.Corruption)
 	case "rewritten":
 		return fmt.Sprintf("rewrote %s from offset %d as %s, dropping %d bytes of records the newest valid snapshot covers, because %v", a.File, a.Offset, a.Into, a.Removed, a.Corruption)
+	case "torn tail":
+		if a.Offset == 0 {
+			return fmt.Sprintf("removed %s (%d bytes), a torn tail: its header incomplete", a.File, a.Removed)
+		}
+		return fmt.Sprintf("cut %s at offset %d (%d bytes), a torn tail: no whole record after it", a.File, a.Offset, a.Removed)
 	}
 	return fmt.Sprintf("set aside %s as %s.corrupt because %v", a.File, a.File, a.Corruption)
 }
@@ -88,6 +95,11 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 		if l.cur != nil {
 			l.cur.Close()
 		}
+		if c := l.rec.Cut; c != nil {
+			a := RepairAction{Action: "torn tail", File: c.Segment, Offset: c.Offset, Removed: c.Bytes}
+			opts.Logf("wal: repair: %s", a)
+			actions = append(actions, a)
+		}
 		if err == nil {
 			// Damaged snapshots the log covers cost nothing to set aside
 			// and would be reported at every open until the next snapshot.
@@ -98,7 +110,7 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 					}
 				}
 			}
-			return actions, nil
+			return actions, repairUnread(fsys, dir, opts, &actions)
 		}
 		ce := pickCorruption(err)
 		if ce == nil {
@@ -281,4 +293,65 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 	}
 	act := RepairAction{Corruption: ce, Action: "rewritten", File: ce.Segment, Offset: from, Removed: from - segHeaderSize, Into: into}
 	return act, true, err
+}
+
+// repairUnread repairs the damage Check finds in files that a recovery
+// which just succeeded did not read, so that `timerlane verify` passes
+// after a repair: a damaged snapshot is set aside, and a damaged segment,
+// all of whose records the newest valid snapshot covers, is rewritten
+// from its next whole record (skipCovered) or else removed with every
+// older segment: nothing replays past it any more, and the state needs
+// none of them.
+func repairUnread(fsys vfs.FS, dir string, opts Options, actions *[]RepairAction) error {
+	bad, err := Check(fsys, dir, opts)
+	if err != nil {
+		return err
+	}
+	for _, ce := range bad {
+		var acts []RepairAction
+		if !strings.HasSuffix(ce.Segment, segSuffix) {
+			acts, err = repairOne(fsys, dir, ce, opts)
+		} else {
+			acts, err = dropUnread(fsys, dir, ce, opts)
+		}
+		if err != nil {
+			return err
+		}
+		for _, a := range acts {
+			opts.Logf("wal: repair: %s", a)
+		}
+		*actions = append(*actions, acts...)
+	}
+	return nil
+}
+
+// dropUnread repairs damaged segment ce.Segment, older than recovery
+// reads (see repairUnread).
+func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]RepairAction, error) {
+	if ce.Offset >= segHeaderSize {
+		act, ok, err := skipCovered(fsys, dir, ce, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return []RepairAction{act}, nil
+		}
+	}
+	ls, err := list(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	first, _ := parseName(ce.Segment, segSuffix)
+	var acts []RepairAction
+	for _, s := range ls.segs {
+		if s.first <= first {
+			p := filepath.Join(dir, s.name)
+			n, _ := fsys.Stat(p)
+			if err := fsys.Remove(p); err != nil {
+				return acts, err
+			}
+			acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: s.name, Removed: n})
+		}
+	}
+	return acts, vfs.SyncDir(fsys, dir)
 }
