@@ -17,10 +17,10 @@ import (
 // a snapshot's header, chunks, payload checksum and length, and the
 // height its name gives; a segment's header, the first height its name
 // gives, and every record's checksum and height, each one more than the
-// one before. A torn tail of the last segment is not damage: Open cuts
-// it (and reports it). Gaps between the older segments are not checked:
-// Repair leaves them where it drops covered records, and Open checks the
-// segments it replays.
+// one before; and that each segment starts at most one height after the
+// one before it ends (a missing segment; two may overlap after a crash in
+// a Repair that rewrote one). A torn tail of the last segment is not
+// damage: Open cuts it (and reports it).
 func Check(fsys vfs.FS, dir string, opts Options) ([]*CorruptError, error) {
 	opts = opts.withDefaults()
 	ls, err := list(fsys, dir)
@@ -42,28 +42,39 @@ func Check(fsys vfs.FS, dir string, opts Options) ([]*CorruptError, error) {
 		}
 	}
 	lostPages := opts.Sync.mode != syncEvery
+	var prevEnd uint64 // the last height of the segment before, whole (0: none, or damaged)
 	for i, s := range ls.segs {
+		if prevEnd > 0 && s.first > prevEnd+1 {
+			bad = append(bad, &CorruptError{Segment: s.name, Offset: 0,
+				Reason: fmt.Sprintf("%s: segment starts at height %d, the one before ends at %d (a segment is missing)", reasonGap, s.first, prevEnd)})
+		}
 		data, err := vfs.ReadFile(fsys, filepath.Join(dir, s.name))
 		if err != nil {
 			return bad, err
 		}
-		ce := checkSegment(s, data, opts.maxRecordLength(), i == len(ls.segs)-1, lostPages)
+		ce, end := checkSegment(s, data, opts.maxRecordLength(), i == len(ls.segs)-1, lostPages)
 		if ce != nil {
 			bad = append(bad, ce)
 		}
+		prevEnd = end
 	}
 	return bad, nil
 }
 
-// checkSegment checks one segment file's bytes (see Check).
-func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) *CorruptError {
-	corrupt := func(off int64, reason string) *CorruptError {
-		return &CorruptError{Segment: s.name, Offset: off, Reason: reason}
+// reasonGap starts the reason of a gap between segments that Check finds.
+const reasonGap = "gap"
+
+// checkSegment checks one segment file's bytes (see Check) and returns
+// its damage, if any, and else the height of its last record (its first
+// height - 1 if it has none).
+func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) (*CorruptError, uint64) {
+	corrupt := func(off int64, reason string) (*CorruptError, uint64) {
+		return &CorruptError{Segment: s.name, Offset: off, Reason: reason}, 0
 	}
 	first, _, ferr := decodeSegmentHeader(data)
 	if ferr != nil {
 		if last && tornAt(data, 0, maxLen, lostPages) {
-			return nil
+			return nil, 0
 		}
 		return corrupt(0, ferr.reason)
 	}
@@ -75,7 +86,7 @@ func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) *
 		r, ferr := decodeRecord(data[off:], maxLen)
 		if ferr != nil {
 			if last && tornAt(data, off, maxLen, lostPages) {
-				return nil
+				break
 			}
 			return corrupt(off, ferr.reason)
 		}
@@ -85,5 +96,5 @@ func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) *
 		next++
 		off += int64(r.size)
 	}
-	return nil
+	return nil, next - 1
 }

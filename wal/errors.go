@@ -33,6 +33,11 @@ var (
 	// ErrReadOnly is returned by Append, Sync, WriteSnapshot and Truncate
 	// on a Log opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("wal: log opened read-only")
+	// ErrNoBase is returned by Repair for a log that has no valid snapshot
+	// and whose first segment does not start the log: no state can be
+	// recovered from what is left, and cutting segments would only make
+	// it look like a new, empty log. Repair changes nothing then.
+	ErrNoBase = errors.New("wal: no valid snapshot, and the log's first segment does not start the log")
 )
 
 // CorruptError says that a file of the log does not hold what the log

@@ -483,6 +483,10 @@ func describeBase(base *snapshotFile) string {
 	return base.name
 }
 
+// reasonNoStart is the corruption of a log without a valid snapshot
+// whose first segment does not start the log (see ErrNoBase).
+const reasonNoStart = "the log's first segment does not start the log, and there is no snapshot"
+
 // scan checks segs (the segments recovery needs, in order) and cuts a torn
 // tail from the last. snapHeight is the recovered snapshot's height (0 if
 // none); genesis says the first segment must be the log's first.
@@ -529,7 +533,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			return sc, corrupt(0, fmt.Sprintf("segment header says first height %d", first))
 		}
 		if i == 0 && genesis && flags&flagGenesis == 0 {
-			return sc, corrupt(0, "the log's first segment does not start the log, and there is no snapshot")
+			return sc, corrupt(0, reasonNoStart)
 		}
 		if i > 0 {
 			if want := max(prevLast, snapHeight) + 1; first != want {

@@ -18,7 +18,8 @@ type RepairAction struct {
 	// "removed" (a segment whose header was damaged, or a later segment
 	// that no longer joins the log), "set aside" (a damaged snapshot the
 	// log does not cover, renamed to NAME.corrupt so that recovery falls
-	// back to an older state) or "torn tail" (the torn tail that any
+	// back to an older state), "rebuilt" (a segment whose damaged header
+	// was written anew, its records kept) or "torn tail" (the torn tail that any
 	// writable Open cuts, Corruption nil: Removed bytes of File from
 	// Offset, the whole file if Offset is 0).
 	Action  string
@@ -38,6 +39,8 @@ func (a RepairAction) String() string {
 		return fmt.Sprintf("removed %s (%d bytes) because %v", a.File, a.Removed, a.Corruption)
 	case "rewritten":
 		return fmt.Sprintf("rewrote %s from offset %d as %s, dropping %d bytes of records the newest valid snapshot covers, because %v", a.File, a.Offset, a.Into, a.Removed, a.Corruption)
+	case "rebuilt":
+		return fmt.Sprintf("rebuilt the header of %s from its name and first record, keeping every record, because %v", a.File, a.Corruption)
 	case "torn tail":
 		if a.Offset == 0 {
 			return fmt.Sprintf("removed %s (%d bytes), a torn tail: its header incomplete", a.File, a.Removed)
@@ -158,6 +161,18 @@ func pickCorruption(err error) *CorruptError {
 func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]RepairAction, error) {
 	path := filepath.Join(dir, ce.Segment)
 	var acts []RepairAction
+	if ce.Reason == reasonNoStart {
+		return nil, fmt.Errorf("%w (%v): no state can be recovered from what is left, so nothing was changed; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
+	}
+	if ce.Offset < segHeaderSize && strings.HasSuffix(ce.Segment, segSuffix) {
+		act, ok, err := rebuildHeader(fsys, dir, ce, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return []RepairAction{act}, nil
+		}
+	}
 	if !strings.HasSuffix(ce.Segment, segSuffix) {
 		size, _ := fsys.Stat(path)
 		if err := fsys.Rename(path, path+".corrupt"); err != nil {
@@ -267,24 +282,7 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 	if r.height < next || r.height > base+1 || slices.ContainsFunc(ls.segs, func(s segment) bool { return s.name == into }) {
 		return RepairAction{}, false, nil
 	}
-	tmp := into + segTmpSuffix
-	f, err := fsys.Create(filepath.Join(dir, tmp))
-	if err != nil {
-		return RepairAction{}, false, err
-	}
-	_, err = f.Write(append(appendSegmentHeader(nil, r.height, 0), data[from:]...))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(filepath.Join(dir, tmp), filepath.Join(dir, into))
-	}
-	if err == nil {
-		err = vfs.SyncDir(fsys, dir)
-	}
+	err = writeSegment(fsys, dir, into, r.height, 0, data[from:])
 	if err == nil {
 		err = fsys.Remove(path)
 	}
@@ -295,6 +293,60 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 	return act, true, err
 }
 
+// writeSegment writes segment file name, with a header for first and
+// flags and then records (whole record frames), to a temporary file that
+// it syncs and renames into place (replacing any file of that name), then
+// syncs the directory: a crash leaves the old file or the new one, and at
+// worst the temporary file, which Open removes.
+func writeSegment(fsys vfs.FS, dir, name string, first, flags uint64, records []byte) error {
+	tmp := filepath.Join(dir, name+segTmpSuffix)
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(appendSegmentHeader(nil, first, flags), records...))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err == nil {
+		err = vfs.SyncDir(fsys, dir)
+	}
+	return err
+}
+
+// rebuildHeader repairs a segment whose header is damaged but whose
+// first record is whole and has the height the file's name gives: every
+// field of the header is known without it (the first height from the
+// name; the flag that the segment starts the log iff that height is 1, the
+// engine's first record), so the segment is rewritten with a new header
+// and keeps all its records ("rebuilt"). It reports false, changing
+// nothing, where that does not hold (then the segment goes, as before).
+func rebuildHeader(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (RepairAction, bool, error) {
+	data, err := vfs.ReadFile(fsys, filepath.Join(dir, ce.Segment))
+	if err != nil {
+		return RepairAction{}, false, err
+	}
+	first, ok := parseName(ce.Segment, segSuffix)
+	if _, _, ferr := decodeSegmentHeader(data); !ok || ferr == nil || len(data) <= segHeaderSize {
+		return RepairAction{}, false, nil // a whole header that disagrees, or no record
+	}
+	if r, ferr := decodeRecord(data[segHeaderSize:], opts.maxRecordLength()); ferr != nil || r.height != first {
+		return RepairAction{}, false, nil
+	}
+	var flags uint64
+	if first == 1 {
+		flags = flagGenesis
+	}
+	act := RepairAction{Corruption: ce, Action: "rebuilt", File: ce.Segment, Removed: 0}
+	return act, true, writeSegment(fsys, dir, ce.Segment, first, flags, data[segHeaderSize:])
+}
+
 // repairUnread repairs the damage Check finds in files that a recovery
 // which just succeeded did not read, so that `timerlane verify` passes
 // after a repair: a damaged snapshot is set aside, and a damaged segment,
@@ -303,11 +355,14 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 // older segment: nothing replays past it any more, and the state needs
 // none of them.
 func repairUnread(fsys vfs.FS, dir string, opts Options, actions *[]RepairAction) error {
-	bad, err := Check(fsys, dir, opts)
-	if err != nil {
-		return err
-	}
-	for _, ce := range bad {
+	// A rewritten segment may hold more damage, and dropping records
+	// leaves the older segments behind a gap: check again until clean.
+	for range 10_000 {
+		bad, err := Check(fsys, dir, opts)
+		if err != nil || len(bad) == 0 {
+			return err
+		}
+		ce := bad[0]
 		var acts []RepairAction
 		if !strings.HasSuffix(ce.Segment, segSuffix) {
 			acts, err = repairOne(fsys, dir, ce, opts)
@@ -322,13 +377,24 @@ func repairUnread(fsys vfs.FS, dir string, opts Options, actions *[]RepairAction
 		}
 		*actions = append(*actions, acts...)
 	}
-	return nil
+	return errors.New("wal: repair did not converge")
 }
 
 // dropUnread repairs damaged segment ce.Segment, older than recovery
-// reads (see repairUnread).
+// reads (see repairUnread). A gap before it (Check's reasonGap) drops the
+// older segments alone: nothing replays from them past the gap.
 func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]RepairAction, error) {
-	if ce.Offset >= segHeaderSize {
+	gap := strings.HasPrefix(ce.Reason, reasonGap)
+	if !gap && ce.Offset < segHeaderSize {
+		act, ok, err := rebuildHeader(fsys, dir, ce, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return []RepairAction{act}, nil
+		}
+	}
+	if !gap && ce.Offset >= segHeaderSize {
 		act, ok, err := skipCovered(fsys, dir, ce, opts)
 		if err != nil {
 			return nil, err
@@ -344,7 +410,7 @@ func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repa
 	first, _ := parseName(ce.Segment, segSuffix)
 	var acts []RepairAction
 	for _, s := range ls.segs {
-		if s.first <= first {
+		if s.first < first || s.first == first && !gap {
 			p := filepath.Join(dir, s.name)
 			n, _ := fsys.Stat(p)
 			if err := fsys.Remove(p); err != nil {

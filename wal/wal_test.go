@@ -486,17 +486,16 @@ func TestBitFlips(t *testing.T) {
 					t.Fatalf("flip %s@%d bit %d: err %v, want a CorruptError at %s@%d", s, off, bit, err, s, wantOff)
 				}
 				// Repair truncates there (removing what follows) and the
-				// log opens to the blocks before the damage.
+				// log opens to the blocks before the damage; a damaged
+				// header it writes anew, and every block stays.
 				acts, err := Repair(c, "/wal", Options{Logf: quiet})
-				if err != nil || len(acts) == 0 || acts[0].File != s || acts[0].Offset != wantOff {
+				if err != nil || len(acts) == 0 || acts[0].File != s || acts[0].Offset != wantOff || (holder == nil) != (acts[0].Action == "rebuilt") {
 					t.Fatalf("repair of %s@%d: %v %v", s, off, acts, err)
 				}
 				l, got := openCheck(t, c, "/wal", Options{})
-				want := uint64(0)
+				want := uint64(14)
 				if holder != nil {
 					want = holder.height - 1
-				} else if si > 0 {
-					want = layout[segs[si-1]][len(layout[segs[si-1]])-1].height
 				}
 				if got.last != want {
 					t.Fatalf("after repair of %s@%d: %+v, want last %d", s, off, got, want)
@@ -600,15 +599,18 @@ func TestSnapshotDamage(t *testing.T) {
 		if ce == nil || ce.Segment != snapshotName(35) || ce.Offset != snapHeaderSize {
 			t.Fatalf("open: %v", err)
 		}
-		// Repair sets the snapshot aside; the segments left do not reach
-		// back to the log's start (the snapshot's cleanup removed it), so
-		// they go too, and the log opens empty: there is no older state.
+		// The segments left do not reach back to the log's start (the
+		// snapshot's cleanup removed it): no state can be recovered, and
+		// Repair says so and changes nothing, where cutting the segments
+		// would leave a log that opens empty, as a new one.
+		before := listDir(t, m, "/wal")
 		acts, err := Repair(m, "/wal", Options{Logf: quiet})
-		if err != nil || !slices.ContainsFunc(acts, func(a RepairAction) bool { return a.Action == "set aside" && a.File == snapshotName(35) }) {
-			t.Fatalf("repair: %v %v", acts, err)
+		if !errors.Is(err, ErrNoBase) || len(acts) != 0 || !slices.Equal(before, listDir(t, m, "/wal")) {
+			t.Fatalf("repair: %v %v; files %v, before %v", acts, err, listDir(t, m, "/wal"), before)
 		}
-		l, _ := openCheck(t, m, "/wal", Options{})
-		l.Close()
+		if _, err := Open(m, "/wal", Options{Logf: quiet}); asCorrupt(err) == nil {
+			t.Fatalf("open after the refused repair: %v", err)
+		}
 	})
 }
 
@@ -1095,11 +1097,13 @@ func TestRepairReportsTornTail(t *testing.T) {
 }
 
 // TestCheckAndRepairUnread: Check finds damage in the files recovery does
-// not read (segments and a snapshot older than the newest snapshot),
-// which Open does not see; Repair, after a recovery that succeeds, mends
-// them (a segment rewritten from its next whole record, or removed with
-// the older ones; a snapshot set aside), after which Check finds nothing
-// and the log recovers the same state. A torn tail is not damage to Check.
+// not read (segments and a snapshot older than the newest snapshot, a
+// missing segment among them), which Open does not see; one Repair,
+// after a recovery that succeeds, mends them (a segment rewritten from
+// its next whole record, or its header rebuilt, or removed with the older
+// ones, which a gap cuts off; a snapshot set aside), after which Check
+// finds nothing and the log recovers the same state. A torn tail is not
+// damage to Check.
 func TestCheckAndRepairUnread(t *testing.T) {
 	base := vfs.NewMem()
 	opts := Options{SegmentSize: 800}
@@ -1111,11 +1115,12 @@ func TestCheckAndRepairUnread(t *testing.T) {
 	appendRange(t, l, 101, 110)
 	l.Close()
 	segs := segmentsIn(t, base, "/wal")
-	// A segment recovery does not read (all its records below 91) that
-	// holds at least two records, and where they start.
-	var old string
+	// A segment recovery does not read (all its records below 91), with
+	// one before it, that holds at least three records, and where they
+	// start; and the segment after it.
+	var old, after string
 	var offs []int64
-	for i := 0; i+1 < len(segs) && old == ""; i++ {
+	for i := 1; i+1 < len(segs) && old == ""; i++ {
 		next, _ := parseName(segs[i+1], segSuffix)
 		data, _ := vfs.ReadFile(base, filepath.Join("/wal", segs[i]))
 		offs = offs[:0]
@@ -1124,21 +1129,27 @@ func TestCheckAndRepairUnread(t *testing.T) {
 			offs = append(offs, off)
 			off += int64(r.size)
 		}
-		if next <= 91 && len(offs) >= 2 {
-			old = filepath.Join("/wal", segs[i])
+		if next <= 91 && len(offs) >= 3 {
+			old, after = filepath.Join("/wal", segs[i]), filepath.Join("/wal", segs[i+1])
 		}
 	}
 	if old == "" {
-		t.Fatalf("no older segment of two records among %v", segs)
+		t.Fatalf("no older segment of three records among %v", segs)
 	}
 	tests := []struct {
 		name   string
 		damage func(m *vfs.MemFS)
-		file   string
-		action string
+		file   string // the file Check names
+		action string // an action Repair takes
 	}{
 		{"older segment, a record before another", func(m *vfs.MemFS) { flipBit(t, m, old, offs[0]+20, 1) }, old, "rewritten"},
+		{"older segment, two records", func(m *vfs.MemFS) { // the rewrite from offs[1] copies the second
+			flipBit(t, m, old, offs[0]+20, 1)
+			flipBit(t, m, old, offs[2]+20, 1)
+		}, old, "rewritten"},
 		{"older segment, its last record", func(m *vfs.MemFS) { flipBit(t, m, old, offs[len(offs)-1]+20, 1) }, old, "removed"},
+		{"older segment, its header", func(m *vfs.MemFS) { flipBit(t, m, old, 10, 1) }, old, "rebuilt"},
+		{"older segment missing", func(m *vfs.MemFS) { m.Remove(old) }, after, "removed"},
 		{"older snapshot", func(m *vfs.MemFS) { flipBit(t, m, "/wal/"+snapshotName(40), 40, 3) }, "/wal/" + snapshotName(40), "set aside"},
 		{"torn tail", func(m *vfs.MemFS) {
 			last := segmentFile(t, m, "/wal", -1)
@@ -1177,8 +1188,8 @@ func TestCheckAndRepairUnread(t *testing.T) {
 				t.Fatalf("recovered %+v keeping 60 records, logged %q", got, logged)
 			}
 			acts, err := Repair(m, "/wal", Options{Logf: quiet})
-			if err != nil || len(acts) == 0 || acts[0].Action != tc.action || acts[0].File != filepath.Base(tc.file) {
-				t.Fatalf("Repair: %q, %v; want %s of %s", acts, err, tc.action, tc.file)
+			if err != nil || !slices.ContainsFunc(acts, func(a RepairAction) bool { return a.Action == tc.action }) {
+				t.Fatalf("Repair: %q, %v; want %s", acts, err, tc.action)
 			}
 			if bad, err := Check(m, "/wal", Options{}); err != nil || len(bad) != 0 {
 				t.Fatalf("Check after Repair: %v, %v", bad, err)
