@@ -145,6 +145,11 @@
 // (every segment starts above h+1, so that the new snapshot at h joins
 // none of them) do the segments go before the snapshots above h, and a
 // crash in between recovers a block above h from such a snapshot alone.
+// Truncate relies on an older snapshot only once it has read it whole
+// (Open reads only the one it starts from); and if the records up to h in
+// the segment to cut are damaged (Open, starting from a snapshot after
+// them, did not read them), that segment goes whole, first of all, and the
+// state at h comes from a snapshot at h, written if there is none.
 //
 // A caller that must roll back up to K blocks after a restart too sets
 // Options.KeepRecords = K. Open then replays at least K records when the

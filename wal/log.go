@@ -175,6 +175,7 @@ type Log struct {
 	segs     []segment // every segment file, by first height; the active one last
 	snaps    []snapshotFile
 	bad      []snapshotFile // damaged snapshots found by Open
+	whole    []string       // snapshots read whole and found valid, by Open or since (written here)
 	last     uint64         // last height of the log's state (snapshot or record); 0: empty
 
 	rec  Recovery
@@ -493,6 +494,7 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 	}
 	l.mu.Lock()
 	l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
+	l.whole = append(l.whole, snapshotName(height))
 	l.durable = max(l.durable, height)
 	l.mu.Unlock()
 	return l.cleanup()

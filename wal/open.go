@@ -288,7 +288,7 @@ func (l *Log) recover() error {
 func (l *Log) newestBase(ls *listing) (*found, error) {
 	f := &found{}
 	for i := len(ls.snaps) - 1; i >= 0; i-- {
-		if err := checkSnapshot(l.fs, l.dir, ls.snaps[i]); err != nil {
+		if err := l.checkSnapshot(ls.snaps[i]); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				return nil, err
 			}
@@ -391,7 +391,7 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 			return f, nil
 		}
 		s := ls.snaps[i]
-		if err := checkSnapshot(l.fs, l.dir, s); err != nil {
+		if err := l.checkSnapshot(s); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				return nil, err
 			}
@@ -456,6 +456,19 @@ func checkSnapshot(fsys vfs.FS, dir string, s snapshotFile) error {
 	h, err := verifySnapshot(fsys, dir, s.name)
 	if err == nil && h != s.height {
 		err = &CorruptError{Segment: s.name, Offset: 0, Reason: fmt.Sprintf("snapshot header says height %d", h)}
+	}
+	return err
+}
+
+// checkSnapshot is the package's checkSnapshot, remembering the snapshots
+// found whole, so that Truncate need not read them again.
+func (l *Log) checkSnapshot(s snapshotFile) error {
+	if slices.Contains(l.whole, s.name) {
+		return nil
+	}
+	err := checkSnapshot(l.fs, l.dir, s)
+	if err == nil {
+		l.whole = append(l.whole, s.name)
 	}
 	return err
 }

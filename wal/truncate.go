@@ -66,10 +66,22 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	}
 	keep, above := l.segs[:n], l.segs[n:]
 	cut, next := int64(-1), uint64(0)
+	var damaged []string // the segment to cut, if its records up to height are damaged
 	if len(keep) > 0 {
 		var err error
 		if cut, next, err = l.findCut(keep[n-1], height); err != nil {
-			return err
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			// Open did not read those records: it started from a
+			// snapshot after them. The segment goes whole, first of all,
+			// and the state at height comes from a snapshot at height
+			// (written now if there is none).
+			l.opts.Logf("wal: truncate to height %d: %v; the segment goes whole", height, err)
+			damaged = []string{keep[n-1].name}
+			n--
+			keep, above = l.segs[:n], l.segs[n+1:]
+			cut, next = -1, 0
 		}
 	}
 	need, err := l.needSnapshot(height, keep, next == height+1)
@@ -108,8 +120,8 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	// not there (all segments start above height+1), a snapshot at or
 	// below height cannot join them: the segments go first, and the
 	// snapshots above height recover a block above height until they go.
-	order := badAbove
-	if len(l.segs) > 0 && l.segs[0].first <= height+1 {
+	order := append(badAbove, damaged...)
+	if first, ok := l.firstSegment(damaged); ok && first <= height+1 {
 		order = append(append(order, goodAbove...), segsAbove...)
 	} else {
 		order = append(append(order, segsAbove...), goodAbove...)
@@ -124,7 +136,7 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 			return l.fail("truncate", err)
 		}
 	}
-	active := l.cur != nil && len(above) == 0 // the active segment stays
+	active := l.cur != nil && len(above) == 0 && damaged == nil // the active segment stays
 	if cut >= 0 {
 		f := l.cur
 		if !active {
@@ -166,6 +178,17 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	}
 	l.last, l.written, l.durable = height, height, height
 	return nil
+}
+
+// firstSegment is the first height of the log's first segment but those
+// named in except, and whether there is one.
+func (l *Log) firstSegment(except []string) (uint64, bool) {
+	for _, s := range l.segs {
+		if !slices.Contains(except, s.name) {
+			return s.first, true
+		}
+	}
+	return 0, false
 }
 
 // findCut walks the record frames of segment seg, reading only their
@@ -223,7 +246,16 @@ func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, 
 	}
 	for _, s := range l.snaps {
 		if s.height == height || (s.height < height && toHeight && keep[0].first <= s.height+1) {
-			return false, nil
+			// Only one read whole will do: the rollback removes newer
+			// ones, which Open may have used instead of it.
+			err := l.checkSnapshot(s)
+			if err == nil {
+				return false, nil
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				return false, err
+			}
+			l.opts.Logf("wal: truncate to height %d: not relying on a damaged snapshot: %v", height, err)
 		}
 	}
 	if !toHeight {

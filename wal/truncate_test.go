@@ -753,3 +753,98 @@ func TestKeepRecordsTruncate(t *testing.T) {
 		checkTruncated(t, m, l, opts, h, h/10*10)
 	}
 }
+
+// TestTruncatePastDamagedSegment: a rollback to the snapshot Open started
+// from, whose segment (ending at that height) Open did not read and holds
+// damage, removes that segment whole instead of failing (it could not
+// walk it to find the cut); the snapshot gives the state, and the log goes
+// on from there.
+func TestTruncatePastDamagedSegment(t *testing.T) {
+	opts := Options{SegmentSize: 800, Logf: quiet}
+	probe := vfs.NewMem()
+	l, _ := openCheck(t, probe, "/wal", opts)
+	appendRange(t, l, 1, 60)
+	l.Close()
+	// A segment of two records or more, not the last: its last height is
+	// where the snapshot goes, so that Open starts after it.
+	var seg string
+	var first, h uint64
+	var off int64 // of its first record
+	segs := segmentsIn(t, probe, "/wal")
+	for _, s := range segs[:len(segs)-1] {
+		data, _ := vfs.ReadFile(probe, "/wal/"+s)
+		f, _, _ := decodeSegmentHeader(data)
+		n := uint64(0)
+		for o := int64(segHeaderSize); o < int64(len(data)); n++ {
+			r, _ := decodeRecord(data[o:], 1<<30)
+			o += int64(r.size)
+		}
+		if n >= 2 && f > 1 {
+			seg, first, h, off = s, f, f+n-1, segHeaderSize
+			break
+		}
+	}
+	if seg == "" {
+		t.Fatalf("no segment of two records among %v", segs)
+	}
+	m := vfs.NewMem()
+	l, _ = openCheck(t, m, "/wal", opts)
+	appendRange(t, l, 1, h)
+	snapshot(t, l, h)
+	appendRange(t, l, h+1, 60)
+	l.Close()
+	flipBit(t, m, "/wal/"+seg, off+20, 0) // record `first`, below h
+	l, got := openCheck(t, m, "/wal", opts)
+	if got.snap != h || got.last != 60 {
+		t.Fatalf("opened %+v, want the snapshot at %d (record %d damaged)", got, h, first)
+	}
+	if err := l.Truncate(h, nil); err != nil {
+		t.Fatalf("Truncate(%d): %v", h, err)
+	}
+	appendRange(t, l, h+1, h+2)
+	l.Close()
+	if slices.Contains(segmentsIn(t, m, "/wal"), seg) {
+		t.Fatalf("%s is still there", seg)
+	}
+	if l, got := openCheck(t, m, "/wal", opts); got.snap != h || got.last != h+2 {
+		t.Fatalf("reopened %+v, want the snapshot at %d and last %d", got, h, h+2)
+	} else {
+		l.Close()
+	}
+}
+
+// TestTruncateChecksTheSnapshotItRelies: a rollback that would leave an
+// older snapshot as the only way to the state at its height reads it
+// whole first (Open did not: it started from a newer one); a damaged one
+// it does not rely on, and writes a snapshot at the height instead.
+func TestTruncateChecksTheSnapshotItRelies(t *testing.T) {
+	m := vfs.NewMem()
+	opts := Options{SegmentSize: 800, Logf: quiet} // the log's start goes with the snapshots
+	l, _ := openCheck(t, m, "/wal", opts)
+	appendRange(t, l, 1, 80)
+	snapshot(t, l, 80)
+	appendRange(t, l, 81, 100)
+	snapshot(t, l, 100)
+	appendRange(t, l, 101, 105)
+	l.Close()
+	flipBit(t, m, "/wal/"+snapshotName(80), 40, 0)
+	l, got := openCheck(t, m, "/wal", opts)
+	if got.snap != 100 {
+		t.Fatalf("opened %+v", got)
+	}
+	wrote := false
+	err := l.Truncate(90, func(w io.Writer) error {
+		wrote = true
+		_, err := w.Write(stateFor(90))
+		return err
+	})
+	if err != nil || !wrote {
+		t.Fatalf("Truncate(90): %v; snapshot written: %v", err, wrote)
+	}
+	l.Close()
+	if l, got := openCheck(t, m, "/wal", opts); got.snap != 90 || got.last != 90 {
+		t.Fatalf("reopened %+v, want the snapshot at 90", got)
+	} else {
+		l.Close()
+	}
+}
