@@ -214,17 +214,24 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 		}
 		acts = append(acts, RepairAction{Corruption: ce, Action: "truncated", File: ce.Segment, Offset: ce.Offset, Removed: size - ce.Offset})
 	}
+	first, _ := parseName(ce.Segment, segSuffix)
+	return removeSegments(fsys, dir, ce, acts, func(f uint64) bool { return f > first })
+}
+
+// removeSegments removes the segments of dir whose first height gone
+// selects, appending a "removed" action for each (because of ce) to
+// acts, then syncs the directory.
+func removeSegments(fsys vfs.FS, dir string, ce *CorruptError, acts []RepairAction, gone func(first uint64) bool) ([]RepairAction, error) {
 	ls, err := list(fsys, dir)
 	if err != nil {
-		return nil, err
+		return acts, err
 	}
-	first, _ := parseName(ce.Segment, segSuffix)
 	for _, s := range ls.segs {
-		if s.first > first {
+		if gone(s.first) {
 			p := filepath.Join(dir, s.name)
 			n, _ := fsys.Stat(p)
 			if err := fsys.Remove(p); err != nil {
-				return nil, err
+				return acts, err
 			}
 			acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: s.name, Removed: n})
 		}
@@ -403,21 +410,6 @@ func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repa
 			return []RepairAction{act}, nil
 		}
 	}
-	ls, err := list(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
 	first, _ := parseName(ce.Segment, segSuffix)
-	var acts []RepairAction
-	for _, s := range ls.segs {
-		if s.first < first || s.first == first && !gap {
-			p := filepath.Join(dir, s.name)
-			n, _ := fsys.Stat(p)
-			if err := fsys.Remove(p); err != nil {
-				return acts, err
-			}
-			acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: s.name, Removed: n})
-		}
-	}
-	return acts, vfs.SyncDir(fsys, dir)
+	return removeSegments(fsys, dir, ce, nil, func(f uint64) bool { return f < first || f == first && !gap })
 }
