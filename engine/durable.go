@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/radix"
@@ -96,7 +97,7 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	// the rollback history survives a restart: twice R, because a rollback
 	// of up to R blocks followed by a restart must still find R records
 	// before the new last one.
-	opts.KeepRecords = max(opts.KeepRecords, 2*cfg.RollbackDepth)
+	opts.KeepRecords = max(opts.KeepRecords, 2*min(cfg.RollbackDepth, math.MaxUint64/2))
 	log, err := wal.Open(fsys, dir, opts)
 	if err != nil {
 		return nil, err
@@ -399,6 +400,12 @@ func (e *Engine) applyRecord(body []byte) error {
 	nFair, ok := u32()
 	if !ok {
 		return bad("truncated")
+	}
+	if u := e.lane.update; u != nil {
+		// The update pending after the previous block took effect as this
+		// one began (beginLaneBlock): its end expired the window under the
+		// new length, before the record's own scheduler state is restored.
+		e.lane.window.SetBlocks(u.FairnessWindowBlocks)
 	}
 	if e.laneActive(height) {
 		e.expireWindow(height)

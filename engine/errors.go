@@ -48,6 +48,7 @@ var (
 	ErrNeedsLane     = errors.New("timerlane: fee fields, extend and system instructions need policy lane")
 	ErrNotSystem     = errors.New("timerlane: the sender is not a system deployer")
 	ErrReserveRange  = errors.New("timerlane: Reserve out of range")
+	ErrInvalidFees   = errors.New("timerlane: fee arguments name an undefined field or priority tier")
 )
 
 // ErrorName returns the contract name of a call error, or "" if err is not one.

@@ -240,7 +240,15 @@ const (
 	HasMaxPriorityFee
 	HasTier
 	HasBid // the deprecated bid: its value is never used
+
+	allFeeFields = HasBid<<1 - 1
 )
+
+// valid reports whether f names only defined fields and, if it states a
+// tier, one of the four: what a snapshot or log record can hold back.
+func (f *Fees) valid() bool {
+	return f.Set&^allFeeFields == 0 && (f.Set&HasTier == 0 || f.Tier <= Urgent)
+}
 
 // Fees are the CIP-1 §6 arguments of a schedule call under policy lane.
 //

@@ -229,7 +229,7 @@ func (e *Engine) trimHist() {
 	}
 	for h.blocks.len() > 0 {
 		b := h.blocks.at(0)
-		if b.to+h.depth > e.height {
+		if e.height-b.to < h.depth { // b.to <= e.height; a sum could wrap near 2^64
 			break
 		}
 		end := h.end(0)

@@ -82,12 +82,19 @@ func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 }
 
 // ScheduleFees is Schedule with CIP-1 §6's fee arguments (policy lane;
-// ErrNeedsLane otherwise). The lane's checks come after InvalidHandler, in
+// ErrNeedsLane otherwise; ErrInvalidFees for a Set bit or Tier that names
+// no field or tier). The lane's checks come after InvalidHandler, in
 // the order TimerArgDeprecated, GasLimitTooHigh, InvalidExpiry,
 // TimerRejectedBelowBasefee. A priority fee above max fee − basefee is
 // clamped, and the result says so (TimerPriorityClampedAtSchedule).
 func (tx Tx) ScheduleFees(height uint64, payload []byte, f *Fees) (Scheduled, error) {
-	if f != nil && f.Set != 0 && tx.e != nil && tx.e.cfg.Policy != PolicyLane {
+	if _, err := tx.state(); err != nil {
+		return Scheduled{}, err
+	}
+	if f != nil && !f.valid() {
+		return Scheduled{}, ErrInvalidFees
+	}
+	if f != nil && f.Set != 0 && tx.e.cfg.Policy != PolicyLane {
 		return Scheduled{}, ErrNeedsLane
 	}
 	return tx.schedule(height, payload, f)
@@ -321,6 +328,11 @@ func (e *Engine) commitTx() {
 
 func (e *Engine) revertTx() {
 	for k := len(e.undo) - 1; k >= 0; k-- {
+		if e.root != nil {
+			// A Root read inside the transaction may have hashed its
+			// changes into the tree already: hash these timers again.
+			e.root.dirty = append(e.root.dirty, e.recs.At(e.undo[k].rec).id)
+		}
 		e.undoOp(e.undo[k], true)
 	}
 	e.seq = e.txs.seq0

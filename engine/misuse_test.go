@@ -1,0 +1,172 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+// Cases an audit of the public API found, each a test that failed on the
+// code before its fix.
+
+// A root read inside a transaction that is then reverted must not keep
+// the reverted changes: the committed root equals that of an engine that
+// never saw the transaction, and CheckRoot agrees. The same through a
+// handler that reads the root and then fails.
+func TestRootReadInsideRevertedTx(t *testing.T) {
+	withRoot := func(c *engine.Config) { c.StateRoot = true }
+	for _, kind := range []string{"schedule", "cancel"} {
+		t.Run(kind, func(t *testing.T) {
+			e, ref := newEngine(t, withRoot), newEngine(t, withRoot)
+			var id engine.TimerID
+			for _, x := range []*engine.Engine{e, ref} {
+				inBlock(t, x, 1, actorA, func(tx engine.Tx) {
+					var err error
+					id, _, err = tx.Schedule(10, []byte("keep"))
+					require.NoError(t, err)
+				})
+			}
+			require.NoError(t, e.BeginBlock(2))
+			tx, err := e.Begin(actorA, 2)
+			require.NoError(t, err)
+			if kind == "schedule" {
+				_, _, err = tx.Schedule(20, []byte("reverted"))
+			} else {
+				_, err = tx.Cancel(id)
+			}
+			require.NoError(t, err)
+			e.Root() // hashes the open transaction's change into the tree
+			require.NoError(t, tx.Revert())
+			_, err = e.EndBlock(&recorder{})
+			require.NoError(t, err)
+			require.NoError(t, e.Commit())
+			require.NoError(t, ref.BeginBlock(2))
+			_, err = ref.EndBlock(&recorder{})
+			require.NoError(t, err)
+			require.NoError(t, ref.Commit())
+			require.Equal(t, ref.Root(), e.Root())
+			require.NoError(t, e.CheckRoot())
+		})
+	}
+	t.Run("handler", func(t *testing.T) {
+		e := newEngine(t, withRoot)
+		inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+			_, _, err := tx.Schedule(2, nil)
+			require.NoError(t, err)
+		})
+		require.NoError(t, e.BeginBlock(2))
+		_, err := e.EndBlock(&recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+			_, _, err := tx.Schedule(d.Block+5, []byte("from the handler"))
+			require.NoError(t, err)
+			e.Root()
+			return engine.Usage{}, errors.New("the handler fails: its calls are reverted")
+		}})
+		require.NoError(t, err)
+		require.NoError(t, e.Commit())
+		require.Zero(t, e.Pending())
+		require.NoError(t, e.CheckRoot())
+	})
+}
+
+// A durable lane engine reopens after a SYS_UPDATE_TIMER_CONFIG changed
+// the fairness window: recovery expires the window under the length in
+// force in each block, as the live engine did (it used the length before
+// the update in the block the update took effect, and the root the record
+// carried did not match: the committed blocks could not be recovered).
+func TestLaneWindowUpdateReopens(t *testing.T) {
+	for _, window := range []uint64{3, 5000} {
+		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) {
+			cfg := engine.DefaultConfig()
+			cfg.Policy, cfg.StateRoot = engine.PolicyLane, true
+			cfg.SystemDeployers = []engine.Address{sysS}
+			dir := t.TempDir()
+			e, err := engine.Open(dir, cfg)
+			require.NoError(t, err)
+			require.NoError(t, e.Ledger().Credit(actorA, engine.Amount{Lo: 1 << 40}))
+			for h := uint64(1); h <= 12; h++ {
+				require.NoError(t, e.BeginBlock(h))
+				if h <= 6 {
+					tx, err := e.Begin(actorA, h)
+					require.NoError(t, err)
+					_, _, err = tx.Schedule(h+1, []byte{byte(h)})
+					require.NoError(t, err)
+					require.NoError(t, tx.Commit())
+				}
+				if h == 7 {
+					p := e.NextLaneParams()
+					p.FairnessWindowBlocks = window
+					require.NoError(t, e.SystemUpdateConfig(sysS, p))
+				}
+				_, err := e.EndBlock(&recorder{})
+				require.NoError(t, err)
+				require.NoError(t, e.Commit())
+			}
+			root := e.Root()
+			require.NoError(t, e.Close())
+			cfg.CheckEveryRoot = true // each record's root, not the last one's alone
+			e, err = engine.Open(dir, cfg)
+			require.NoError(t, err, "reopening after committed blocks")
+			defer e.Close()
+			require.Equal(t, root, e.Root())
+		})
+	}
+}
+
+// ScheduleFees refuses fee arguments that name no field or tier (they
+// panicked at the next end of block, or made the log record one that
+// recovery refuses), and reports a closed handle as closed first.
+func TestScheduleFeesInvalid(t *testing.T) {
+	l := newLane(t, nil)
+	require.NoError(t, l.e.BeginBlock(1))
+	tx, err := l.e.Begin(actorA, 1)
+	require.NoError(t, err)
+	for _, f := range []engine.Fees{
+		{Set: engine.HasTier, Tier: engine.Urgent + 1},
+		{Set: engine.HasBid << 1},
+	} {
+		_, err := tx.ScheduleFees(5, []byte("x"), &f)
+		require.ErrorIs(t, err, engine.ErrInvalidFees, "%+v", f)
+	}
+	require.Zero(t, l.e.Pending())
+	require.NoError(t, tx.Commit())
+	_, err = tx.ScheduleFees(5, nil, &engine.Fees{Set: engine.HasGasLimit})
+	require.ErrorIs(t, err, engine.ErrTxClosed)
+
+	fifo := newEngine(t, nil)
+	require.NoError(t, fifo.BeginBlock(1))
+	tx, err = fifo.Begin(actorA, 1)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	_, err = tx.ScheduleFees(5, nil, &engine.Fees{Set: engine.HasGasLimit})
+	require.ErrorIs(t, err, engine.ErrTxClosed)
+}
+
+// Rollback works at the top of the heights and with any depth: the
+// history's trim compared height + depth, which wrapped past 2^64 and
+// dropped every block kept.
+func TestRollbackDepthNearTheTop(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		depth, start uint64
+	}{
+		{"default depth near 2^64", engine.DefaultRollbackDepth, math.MaxUint64 - 100},
+		{"depth 2^64-1", math.MaxUint64, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEngine(t, func(cfg *engine.Config) { cfg.RollbackDepth = c.depth })
+			for h := c.start; h < c.start+10; h++ {
+				inBlock(t, e, h, actorA, func(tx engine.Tx) {
+					_, _, err := tx.Schedule(h+1, []byte("x"))
+					require.NoError(t, err)
+				})
+			}
+			require.NoError(t, e.Rollback(c.start+1))
+			require.Equal(t, c.start+1, e.Height())
+		})
+	}
+}
