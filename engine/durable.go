@@ -153,9 +153,16 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Close closes the engine's log (a no-op for an engine without one). A
-// closed engine must not be used again.
+// Close closes the engine's log, if it has one. Afterwards every call
+// that would change the state (a block, a transaction, a rollback, a
+// system instruction, a call on a Tx still held) fails with ErrClosed;
+// queries such as Root and Pending still answer. Closing again does
+// nothing. A block left open is not committed.
 func (e *Engine) Close() error {
+	if e.phase == phaseClosed {
+		return nil
+	}
+	e.phase, e.txs.open = phaseClosed, false // every Tx handle is closed too
 	if e.dur == nil {
 		return nil
 	}
@@ -176,6 +183,8 @@ func (e *Engine) Durable() (records uint64) {
 // logFailed reports whether the engine refuses blocks.
 func (e *Engine) logFailed() error {
 	switch {
+	case e.phase == phaseClosed:
+		return ErrClosed
 	case e.dur == nil:
 		return nil
 	case e.dur.readOnly:

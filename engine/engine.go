@@ -60,9 +60,11 @@ func (r *rec) onList() (uint32, bool) { return r.at &^ listed, r.at&listed != 0 
 type phase uint8
 
 const (
-	phaseIdle  phase = iota // between blocks
-	phaseTxs                // block open: transactions run
-	phaseEnded              // end of block done; commit next
+	phaseIdle   phase = iota // between blocks
+	phaseTxs                 // block open: transactions run
+	phaseEnding              // EndBlock runs: only the handlers' own transactions call in
+	phaseEnded               // end of block done; commit next
+	phaseClosed              // Close was called: every call that changes state fails
 )
 
 // Engine is the timer scheduler of one chain. It is not safe for concurrent
@@ -92,6 +94,7 @@ type Engine struct {
 	bulk     []uint32 // a restore's records, not in the id index yet (nil: not restoring)
 	del      Delivery
 	lastFire FireResult
+	obsPanic any // the first panic of the Observer in this call, raised again at its end
 	obs      Observer
 	lane     laneState
 	root     *stateRoot // nil unless Config.StateRoot
@@ -218,10 +221,7 @@ func (e *Engine) BeginBlock(h uint64) error {
 		return err
 	}
 	if e.phase != phaseIdle {
-		if e.phase == phaseTxs {
-			return ErrBlockOpen
-		}
-		return ErrBlockEnded
+		return e.notIdle()
 	}
 	if e.started && (e.height == math.MaxUint64 || h != e.height+1) || !e.started && h == 0 {
 		return fmt.Errorf("%w: block %d after %d", ErrBadHeight, h, e.height)
@@ -240,7 +240,7 @@ func (e *Engine) BeginBlock(h uint64) error {
 // undoes all of them.
 func (e *Engine) Begin(actor Address, nonce uint64) (Tx, error) {
 	if e.phase != phaseTxs {
-		return Tx{}, ErrNoBlock
+		return Tx{}, e.notInTxs()
 	}
 	if e.txs.open {
 		return Tx{}, ErrTxOpen
@@ -262,19 +262,90 @@ func (e *Engine) openTx(actor *Address, nonce uint64, handler bool) Tx {
 // EndBlock delivers the timers due at the open block's height. The tiers
 // hand over the due timers in FIFO order; the engine's policy decides what
 // fires, in what order, and (for fee-charging policies) what is deferred or
-// collected. Each fire's handler calls commit or revert as a unit.
+// collected. Each fire's handler calls commit or revert as a unit. x must
+// not be nil (ErrNoExecutor).
+//
+// A handler whose Execute panics is reverted, as one that failed, with a
+// FireResult.Err matching ErrExecutorPanic, and the block goes on: every
+// due timer is still dealt with. An Observer that panics does not stop
+// the block either: EndBlock ends it, then panics with the Observer's
+// first panic value; Commit follows as usual.
 func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	if e.phase != phaseTxs {
-		return BlockResult{}, ErrNoBlock
+		return BlockResult{}, e.notInTxs()
 	}
 	if e.txs.open {
 		return BlockResult{}, ErrTxOpen
 	}
+	if x == nil {
+		return BlockResult{}, ErrNoExecutor
+	}
+	// Agents, observers and handlers run inside: none may begin a
+	// transaction, a block or a system instruction of its own.
+	e.phase = phaseEnding
 	res := e.policy.endBlock(e, x, e.q.Take())
 	res.Height, res.Pending = e.height, e.pending
 	res.GC += e.lane.sysGC
 	e.phase = phaseEnded
+	e.raiseObserverPanic()
 	return res, nil
+}
+
+// notIdle is the error of a call that needs to be between blocks.
+func (e *Engine) notIdle() error {
+	switch e.phase {
+	case phaseEnding:
+		return ErrInEndBlock
+	case phaseEnded:
+		return ErrBlockEnded
+	case phaseClosed:
+		return ErrClosed
+	}
+	return ErrBlockOpen
+}
+
+// notInTxs is the error of a call that needs an open block's
+// transaction phase, in another phase.
+func (e *Engine) notInTxs() error {
+	switch e.phase {
+	case phaseEnding:
+		return ErrInEndBlock
+	case phaseClosed:
+		return ErrClosed
+	}
+	return ErrNoBlock
+}
+
+// observed recovers a panic of the Observer, keeping the first, so that
+// the call that heard it can finish its work before raising it again
+// (raiseObserverPanic). Deferred around each Observer call.
+func (e *Engine) observed() {
+	if p := recover(); p != nil && e.obsPanic == nil {
+		e.obsPanic = p
+	}
+}
+
+func (e *Engine) raiseObserverPanic() {
+	if p := e.obsPanic; p != nil {
+		e.obsPanic = nil
+		panic(p)
+	}
+}
+
+// notifyFired tells the Observer of the fire just made.
+func (e *Engine) notifyFired() {
+	defer e.observed()
+	e.obs.Fired(&e.del, e.lastFire)
+}
+
+// execute runs the handler; a panic of the Executor is its error.
+func execute(x Executor, tx Tx, d *Delivery) (u Usage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			u, err = Usage{}, fmt.Errorf("%w: %v", ErrExecutorPanic, p)
+		}
+	}()
+	return x.Execute(tx, d)
 }
 
 // A policy decides, at end of block, what happens to the due timers. It
@@ -303,7 +374,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		e.fire(x, i, e.cfg.CyclesPerFire, nil)
 		if e.obs != nil {
-			e.obs.Fired(&e.del, e.lastFire)
+			e.notifyFired()
 		}
 		e.retireTaken(&kept, k, i)
 	}
@@ -368,7 +439,7 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 	// The firing record lives until after the handler, and its actor's
 	// entry with it: the handler's calls need no actor lookup.
 	e.txs.from, e.txs.actorIdx = i, r.actor
-	u, err := x.Execute(tx, d)
+	u, err := execute(x, tx, d)
 	reverted := err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
 	if reverted {
 		e.revertTx()
@@ -384,6 +455,9 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 
 // Commit seals the ended block.
 func (e *Engine) Commit() error {
+	if e.phase == phaseClosed {
+		return ErrClosed
+	}
 	if e.phase != phaseEnded {
 		return ErrBlockNotEnded
 	}
@@ -411,7 +485,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 		return e.height, err
 	}
 	if e.phase != phaseIdle {
-		return e.height, ErrBlockOpen
+		return e.height, e.notIdle()
 	}
 	if to <= e.height {
 		return e.height, nil

@@ -348,7 +348,7 @@ func TestLifecycleMisuse(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, e.BeginBlock(6), engine.ErrBlockEnded)
 	_, err = e.SkipEmpty(10)
-	require.ErrorIs(t, err, engine.ErrBlockOpen)
+	require.ErrorIs(t, err, engine.ErrBlockEnded)
 	require.NoError(t, e.Commit())
 	require.ErrorIs(t, e.BeginBlock(7), engine.ErrBadHeight)
 	require.ErrorIs(t, e.BeginBlock(5), engine.ErrBadHeight)

@@ -49,6 +49,12 @@ var (
 	ErrNotSystem     = errors.New("timerlane: the sender is not a system deployer")
 	ErrReserveRange  = errors.New("timerlane: Reserve out of range")
 	ErrInvalidFees   = errors.New("timerlane: fee arguments name an undefined field or priority tier")
+	ErrNoExecutor    = errors.New("timerlane: EndBlock needs an Executor")
+	ErrInEndBlock    = errors.New("timerlane: end of block is running: only a handler's own transaction may call in")
+	ErrClosed        = errors.New("timerlane: the engine is closed")
+	// ErrExecutorPanic is matched by the FireResult.Err of a handler whose
+	// Execute panicked: the engine reverts it, as a handler that failed.
+	ErrExecutorPanic = errors.New("timerlane: the Executor panicked")
 )
 
 // ErrorName returns the contract name of a call error, or "" if err is not one.

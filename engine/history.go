@@ -280,11 +280,8 @@ func (e *Engine) Rollback(to uint64) error {
 	if err := e.logFailed(); err != nil {
 		return err
 	}
-	switch e.phase {
-	case phaseTxs:
-		return ErrBlockOpen
-	case phaseEnded:
-		return ErrBlockEnded
+	if e.phase != phaseIdle {
+		return e.notIdle()
 	}
 	if !e.started || to > e.height {
 		return fmt.Errorf("%w: rollback to block %d at block %d", ErrBadHeight, to, e.height)

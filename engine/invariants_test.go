@@ -131,7 +131,7 @@ func TestInvLifecycleErrors(t *testing.T) {
 		{"tx while tx open", []step{begin(5), tx}, tx, engine.ErrTxOpen},
 		{"end while tx open", []step{begin(5), tx}, end, engine.ErrTxOpen},
 		{"skip inside block", []step{begin(5)}, skip(9), engine.ErrBlockOpen},
-		{"skip after end", []step{begin(5), end}, skip(9), engine.ErrBlockOpen},
+		{"skip after end", []step{begin(5), end}, skip(9), engine.ErrBlockEnded},
 		{"skip between blocks", []step{begin(5), end, commit}, skip(9), nil},
 		{"skip before the first block", nil, skip(9), nil},
 		{"block after skip", []step{skip(9)}, begin(10), nil},
@@ -183,10 +183,10 @@ func TestInvClosedAndHandlerTx(t *testing.T) {
 		if err := tx.Revert(); !errors.Is(err, engine.ErrHandlerTx) {
 			t.Errorf("handler Revert: %v", err)
 		}
-		if _, err := e.Begin(enginemodel.Actors[1], 1); !errors.Is(err, engine.ErrTxOpen) {
+		if _, err := e.Begin(enginemodel.Actors[1], 1); !errors.Is(err, engine.ErrInEndBlock) {
 			t.Errorf("Begin inside a handler: %v", err)
 		}
-		if _, err := e.EndBlock(invNoop); !errors.Is(err, engine.ErrTxOpen) {
+		if _, err := e.EndBlock(invNoop); !errors.Is(err, engine.ErrInEndBlock) {
 			t.Errorf("EndBlock inside a handler: %v", err)
 		}
 		return engine.Usage{}, nil

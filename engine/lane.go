@@ -211,7 +211,14 @@ func (e *Engine) laneActive(h uint64) bool {
 // SetLedger sets the ledger the lane charges from the next end of block
 // on (one that has started keeps the ledger it started with); the engine
 // starts with an empty MemLedger.
-func (e *Engine) SetLedger(l Ledger) { e.lane.ledger = l }
+//
+// nil sets a new, empty MemLedger: the lane always has a ledger to read.
+func (e *Engine) SetLedger(l Ledger) {
+	if l == nil {
+		l = NewMemLedger()
+	}
+	e.lane.ledger = l
+}
 
 // Ledger is the ledger the lane charges.
 func (e *Engine) Ledger() Ledger { return e.lane.ledger }
@@ -592,8 +599,14 @@ func (e *Engine) collect(i uint32, why GCReason) {
 
 func (e *Engine) reportCollected(id *TimerID, why GCReason) {
 	if o, ok := e.obs.(LaneObserver); ok {
+		defer e.observed()
 		o.Collected(*id, why)
 	}
+}
+
+func (e *Engine) notifyDeferred(lo LaneObserver, id TimerID, why DeferReason) {
+	defer e.observed()
+	lo.Deferred(id, why)
 }
 
 // expireWindow drops the fairness window's fires older than the window at
@@ -856,7 +869,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		fired = append(fired, c.prio)
 		e.countFire(actor)
 		if e.obs != nil {
-			e.obs.Fired(&e.del, e.lastFire)
+			e.notifyFired()
 		}
 		e.retireTaken(&kept, j, c.rec)
 		res.Fired++
@@ -872,7 +885,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		for _, i := range order {
 			r := e.recs.At(i)
 			k, _ := r.onList()
-			lo.Deferred(r.id, s.reasons[k])
+			e.notifyDeferred(lo, r.id, s.reasons[k])
 		}
 		clear(order)
 		s.order = order[:0]

@@ -170,3 +170,157 @@ func TestRollbackDepthNearTheTop(t *testing.T) {
 		})
 	}
 }
+
+// panicObserver panics at its first Fired.
+type panicObserver struct{ fired int }
+
+func (o *panicObserver) Fired(*engine.Delivery, engine.FireResult) {
+	o.fired++
+	if o.fired == 1 {
+		panic("observer bug")
+	}
+}
+
+// An Executor that panics reverts its handler, as a failed one, and the
+// block goes on (the engine was left with a handler transaction open and
+// refused every call after); an Observer that panics does not stop the
+// block: EndBlock ends it, then panics with the Observer's value (due
+// timers vanished without an error when the embedder called EndBlock
+// again); EndBlock(nil) is an error, not a panic.
+func TestEmbedderPanics(t *testing.T) {
+	setup := func(t *testing.T) *engine.Engine {
+		e := newEngine(t, func(c *engine.Config) { c.StateRoot = true })
+		inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+			for _, p := range []string{"a", "b", "c"} {
+				_, _, err := tx.Schedule(2, []byte(p))
+				require.NoError(t, err)
+			}
+		})
+		require.NoError(t, e.BeginBlock(2))
+		return e
+	}
+	t.Run("executor", func(t *testing.T) {
+		e := setup(t)
+		var results []error
+		x := &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+			_, _, err := tx.Schedule(d.Block+1, append([]byte("child of "), d.Payload...))
+			require.NoError(t, err)
+			if string(d.Payload) == "b" {
+				panic("handler bug")
+			}
+			return engine.Usage{}, nil
+		}}
+		e.SetObserver(observerFunc(func(_ *engine.Delivery, r engine.FireResult) { results = append(results, r.Err) }))
+		res, err := e.EndBlock(x)
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Fired)
+		require.Len(t, results, 3)
+		require.NoError(t, results[0])
+		require.ErrorIs(t, results[1], engine.ErrExecutorPanic)
+		require.NoError(t, results[2])
+		require.NoError(t, e.Commit())
+		require.Equal(t, 2, e.Pending(), "the panicking handler's schedule is reverted")
+		require.NoError(t, e.CheckRoot())
+	})
+	t.Run("observer", func(t *testing.T) {
+		e := setup(t)
+		x := &recorder{}
+		e.SetObserver(&panicObserver{})
+		require.PanicsWithValue(t, "observer bug", func() { _, _ = e.EndBlock(x) })
+		require.Len(t, x.fired, 3, "every due timer fired")
+		_, err := e.EndBlock(x)
+		require.ErrorIs(t, err, engine.ErrNoBlock, "the block has ended")
+		require.NoError(t, e.Commit())
+		require.Zero(t, e.Pending())
+		require.NoError(t, e.CheckRoot())
+	})
+	t.Run("nil executor", func(t *testing.T) {
+		e := setup(t)
+		_, err := e.EndBlock(nil)
+		require.ErrorIs(t, err, engine.ErrNoExecutor)
+		res, err := e.EndBlock(&recorder{})
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Fired, "nothing was taken by the refused call")
+	})
+}
+
+type observerFunc func(*engine.Delivery, engine.FireResult)
+
+func (f observerFunc) Fired(d *engine.Delivery, r engine.FireResult) { f(d, r) }
+
+// meddler is a Gas Bidding Agent that calls back into the engine.
+type meddler struct {
+	e    *engine.Engine
+	errs []error
+}
+
+func (m *meddler) Bid(ctx *engine.BidContext) (engine.Bid, error) {
+	_, err := m.e.Begin(actorB, 1)
+	m.errs = append(m.errs, err, m.e.SystemCancel(sysS, ctx.TimerID), m.e.Rollback(1), m.e.BeginBlock(ctx.CurrentHeight+1))
+	return engine.DefaultBid(ctx), nil
+}
+
+// While end of block runs, an agent (or observer, or handler outside its
+// own transaction) can begin no transaction, block, rollback or system
+// instruction: each gets ErrInEndBlock (a transaction begun from an agent
+// and a system cancel of the timer being priced broke the engine's index).
+func TestNoCallsIntoEndBlock(t *testing.T) {
+	l := newLane(t, nil)
+	l.fund(actorA, "1000000000000")
+	l.block(1, actorA, func(tx engine.Tx) {
+		l.schedule(tx, 2, "x", engine.Fees{})
+	})
+	m := &meddler{e: l.e}
+	l.e.SetAgent(actorA, m)
+	res, _ := l.block(2, actorA, nil)
+	require.Equal(t, 1, res.Fired)
+	require.Len(t, m.errs, 4)
+	for _, err := range m.errs {
+		require.ErrorIs(t, err, engine.ErrInEndBlock)
+	}
+}
+
+// Nil arguments get an error or a stated meaning, never a nil dereference.
+func TestNilArguments(t *testing.T) {
+	l := newLane(t, nil)
+	l.e.SetLedger(nil) // a new, empty ledger
+	l.block(1, actorA, func(tx engine.Tx) { l.schedule(tx, 2, "x", engine.Fees{}) })
+	res, _ := l.block(2, actorA, nil)
+	require.Equal(t, 1, res.GC, "collected: the new ledger holds nothing")
+	require.Error(t, l.e.WriteSnapshot(nil))
+	_, err := engine.Restore(engine.DefaultConfig(), nil)
+	require.ErrorIs(t, err, engine.ErrSnapshot)
+}
+
+// After Close every call that would change the state fails with
+// ErrClosed, a Tx held from before too (a durable engine's Begin and
+// Schedule went on changing memory); queries answer; Close again is nil.
+func TestCallsAfterClose(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable %v", durable), func(t *testing.T) {
+			e := newEngine(t, nil)
+			if durable {
+				var err error
+				e, err = engine.Open(t.TempDir(), engine.DefaultConfig())
+				require.NoError(t, err)
+			}
+			require.NoError(t, e.BeginBlock(1))
+			tx, err := e.Begin(actorA, 1)
+			require.NoError(t, err)
+			require.NoError(t, e.Close())
+			_, _, err = tx.Schedule(5, []byte("after close"))
+			require.ErrorIs(t, err, engine.ErrTxClosed)
+			_, err = e.Begin(actorA, 1)
+			require.ErrorIs(t, err, engine.ErrClosed)
+			_, err = e.EndBlock(&recorder{})
+			require.ErrorIs(t, err, engine.ErrClosed)
+			require.ErrorIs(t, e.Commit(), engine.ErrClosed)
+			require.ErrorIs(t, e.BeginBlock(2), engine.ErrClosed)
+			require.ErrorIs(t, e.Rollback(0), engine.ErrClosed)
+			_, err = e.SkipEmpty(9)
+			require.ErrorIs(t, err, engine.ErrClosed)
+			require.Zero(t, e.Pending())
+			require.NoError(t, e.Close())
+		})
+	}
+}

@@ -52,7 +52,10 @@ var ErrSnapshot = errors.New("timerlane: bad snapshot")
 // blocks.
 func (e *Engine) WriteSnapshot(w io.Writer) error {
 	if e.phase != phaseIdle {
-		return ErrBlockOpen
+		return e.notIdle()
+	}
+	if w == nil {
+		return errors.New("timerlane: WriteSnapshot to a nil io.Writer")
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var buf []byte
@@ -187,6 +190,9 @@ func (s *snapReader) u64() uint64 {
 // cfg.StateRoot, the state root is rebuilt from the restored state and
 // must equal the snapshot's (and its tree image's).
 func Restore(cfg Config, r io.Reader) (*Engine, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: a nil io.Reader", ErrSnapshot)
+	}
 	return restore(cfg, r, false)
 }
 

@@ -12,7 +12,7 @@ func (e *Engine) systemCall(sender Address) error {
 	case e.cfg.Policy != PolicyLane:
 		return ErrNeedsLane
 	case e.phase != phaseTxs:
-		return ErrNoBlock
+		return e.notInTxs()
 	case e.txs.open:
 		return ErrTxOpen
 	case !slices.Contains(e.cfg.SystemDeployers, sender):
@@ -33,6 +33,7 @@ func (e *Engine) SystemCancel(sender Address, id TimerID) error {
 	}
 	e.collect(i, SystemCancel)
 	e.lane.sysGC++
+	e.raiseObserverPanic()
 	return nil
 }
 

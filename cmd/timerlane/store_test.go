@@ -27,7 +27,7 @@ func TestStoreCommands(t *testing.T) {
 	id, _, err := tx.Schedule(50, []byte("x"))
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
-	_, err = e.EndBlock(nil)
+	_, err = e.EndBlock(noHandlers{})
 	require.NoError(t, err)
 	require.NoError(t, e.Commit())
 	root := e.Root()
@@ -112,7 +112,7 @@ func TestStoreCommandsReadOnly(t *testing.T) {
 	id, _, err := tx.Schedule(9, nil)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
-	_, err = e.EndBlock(nil)
+	_, err = e.EndBlock(noHandlers{})
 	require.NoError(t, err)
 	require.NoError(t, e.Commit())
 
@@ -195,4 +195,11 @@ func cli(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// noHandlers is an Executor whose handlers do nothing.
+type noHandlers struct{}
+
+func (noHandlers) Execute(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+	return engine.Usage{}, nil
 }
