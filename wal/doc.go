@@ -145,11 +145,13 @@
 // (every segment starts above h+1, so that the new snapshot at h joins
 // none of them) do the segments go before the snapshots above h, and a
 // crash in between recovers a block above h from such a snapshot alone.
-// Truncate relies on an older snapshot only once it has read it whole
-// (Open reads only the one it starts from); and if the records up to h in
-// the segment to cut are damaged (Open, starting from a snapshot after
-// them, did not read them), that segment goes whole, first of all, and the
-// state at h comes from a snapshot at h, written if there is none.
+// Open reads only the snapshot it starts from and the segments after it:
+// Truncate reads whole any older snapshot or segment it is about to rely
+// on, or that a crash midway would make recovery read. A damaged segment
+// kept last goes whole, first of all, and the state at h then comes from a
+// snapshot at h, written if there is none; a damaged older snapshot, or
+// damaged records after it, are not relied on; a damaged segment above h
+// goes first, and every segment above h before the snapshots above h.
 //
 // A caller that must roll back up to K blocks after a restart too sets
 // Options.KeepRecords = K. Open then replays at least K records when the

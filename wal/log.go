@@ -176,6 +176,7 @@ type Log struct {
 	snaps    []snapshotFile
 	bad      []snapshotFile // damaged snapshots found by Open
 	whole    []string       // snapshots read whole and found valid, by Open or since (written here)
+	readFrom uint64         // segments starting below this height were not read by Open
 	last     uint64         // last height of the log's state (snapshot or record); 0: empty
 
 	rec  Recovery

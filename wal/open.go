@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -192,6 +193,7 @@ func decodeSnapshotFrom(src io.ReaderAt, size int64) (uint64, error) {
 
 // scanned is what a scan of the segments needed for recovery found.
 type scanned struct {
+	from     uint64 // first height of the first segment read (0: none read)
 	first    uint64 // first record height after the snapshot (0: none)
 	last     uint64 // last record height (0: no record)
 	records  int    // records after the snapshot
@@ -265,6 +267,12 @@ func (l *Log) recover() error {
 	l.bad = f.bad
 	l.last, l.durable, l.written = f.last, f.last, f.last
 	l.plan = f.sc.plan
+	// Segments below this one Open did not read; Truncate reads them
+	// before it keeps them (segments written from now on are after it).
+	l.readFrom = f.sc.from
+	if f.sc.from == 0 { // none read: any segment there is older than the state
+		l.readFrom = f.last + min(1, math.MaxUint64-f.last)
+	}
 	if f.sc.tailName != "" && !opts.ReadOnly {
 		file, err := fsys.OpenAppend(filepath.Join(dir, f.sc.tailName))
 		if err != nil {
@@ -505,6 +513,9 @@ const reasonNoStart = "the log's first segment does not start the log, and there
 // none); genesis says the first segment must be the log's first.
 func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, error) {
 	var sc scanned
+	if len(segs) > 0 {
+		sc.from = segs[0].first
+	}
 	maxLen := l.opts.maxRecordLength()
 	lostPages := l.opts.Sync.mode != syncEvery
 	var prevLast uint64 // last height of the previous segment (or its first-1 if empty)

@@ -64,24 +64,30 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	for n < len(l.segs) && l.segs[n].first <= height {
 		n++
 	}
-	keep, above := l.segs[:n], l.segs[n:]
+	// The segments kept last are what recovery reads after the
+	// truncation. Those Open did not read (it started from a snapshot after
+	// them) are read whole now; a damaged one goes, first of all, and the
+	// state at height then comes from a snapshot at height (written now if
+	// there is none).
+	var damaged []string
+	for n > 0 {
+		err := l.verifySegment(l.segs[n-1])
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		l.opts.Logf("wal: truncate to height %d: %v; the segment goes whole", height, err)
+		damaged = append(damaged, l.segs[n-1].name)
+		n--
+	}
+	keep, above := l.segs[:n], l.segs[n+len(damaged):]
 	cut, next := int64(-1), uint64(0)
-	var damaged []string // the segment to cut, if its records up to height are damaged
 	if len(keep) > 0 {
 		var err error
 		if cut, next, err = l.findCut(keep[n-1], height); err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				return err
-			}
-			// Open did not read those records: it started from a
-			// snapshot after them. The segment goes whole, first of all,
-			// and the state at height comes from a snapshot at height
-			// (written now if there is none).
-			l.opts.Logf("wal: truncate to height %d: %v; the segment goes whole", height, err)
-			damaged = []string{keep[n-1].name}
-			n--
-			keep, above = l.segs[:n], l.segs[n+1:]
-			cut, next = -1, 0
+			return err
 		}
 	}
 	need, err := l.needSnapshot(height, keep, next == height+1)
@@ -108,8 +114,24 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 			badAbove = append(badAbove, s.name)
 		}
 	}
+	// Segments above height that Open did not read: once the snapshots
+	// above height go, a crash recovers from one at or below height and
+	// reads them. Those that are damaged go first, and then all the
+	// segments above height go before those snapshots (a crash meanwhile
+	// recovers from a snapshot above height, reading only what is left
+	// after it).
+	var damagedAbove []string
 	for _, s := range slices.Backward(above) {
-		segsAbove = append(segsAbove, s.name)
+		err := l.verifySegment(s)
+		if err == nil {
+			segsAbove = append(segsAbove, s.name)
+			continue
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		l.opts.Logf("wal: truncate to height %d: %v; it goes first", height, err)
+		damagedAbove = append(damagedAbove, s.name)
 	}
 	// Damaged snapshots are never needed: they go first. Then, if the
 	// records from height+1 on are there, the snapshots above height, so
@@ -120,8 +142,8 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	// not there (all segments start above height+1), a snapshot at or
 	// below height cannot join them: the segments go first, and the
 	// snapshots above height recover a block above height until they go.
-	order := append(badAbove, damaged...)
-	if first, ok := l.firstSegment(damaged); ok && first <= height+1 {
+	order := append(append(badAbove, damaged...), damagedAbove...)
+	if first, ok := l.firstSegment(append(damaged, damagedAbove...)); ok && first <= height+1 && damagedAbove == nil {
 		order = append(append(order, goodAbove...), segsAbove...)
 	} else {
 		order = append(append(order, segsAbove...), goodAbove...)
@@ -177,6 +199,23 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 		l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
 	}
 	l.last, l.written, l.durable = height, height, height
+	return nil
+}
+
+// verifySegment reads segment seg whole, unless Open read it (or it was
+// written since), checking every record as recovery will: a *CorruptError
+// if it is damaged.
+func (l *Log) verifySegment(seg segment) error {
+	if seg.first >= l.readFrom {
+		return nil
+	}
+	data, err := vfs.ReadFile(l.fs, l.path(seg.name))
+	if err != nil {
+		return err
+	}
+	if ce, _ := checkSegment(seg, data, l.opts.maxRecordLength(), false, false); ce != nil {
+		return ce
+	}
 	return nil
 }
 
@@ -246,9 +285,13 @@ func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, 
 	}
 	for _, s := range l.snaps {
 		if s.height == height || (s.height < height && toHeight && keep[0].first <= s.height+1) {
-			// Only one read whole will do: the rollback removes newer
-			// ones, which Open may have used instead of it.
+			// Only one read whole will do, with the records after it: the
+			// rollback removes newer snapshots, which Open may have used
+			// instead of it, reading none of them.
 			err := l.checkSnapshot(s)
+			if err == nil && s.height < height {
+				err = l.verifySegments(keep[max(0, startFor(keep, s.height)):])
+			}
 			if err == nil {
 				return false, nil
 			}
@@ -269,5 +312,24 @@ func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, 
 	if ferr != nil {
 		return false, &CorruptError{Segment: keep[0].name, Offset: 0, Reason: ferr.reason}
 	}
-	return flags&flagGenesis == 0, nil
+	if flags&flagGenesis == 0 {
+		return true, nil
+	}
+	if err := l.verifySegments(keep); err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// verifySegments is verifySegment of each of segs, in order.
+func (l *Log) verifySegments(segs []segment) error {
+	for _, s := range segs {
+		if err := l.verifySegment(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }

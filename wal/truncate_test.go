@@ -787,29 +787,79 @@ func TestTruncatePastDamagedSegment(t *testing.T) {
 	if seg == "" {
 		t.Fatalf("no segment of two records among %v", segs)
 	}
-	m := vfs.NewMem()
-	l, _ = openCheck(t, m, "/wal", opts)
+	base := vfs.NewMem()
+	l, _ = openCheck(t, base, "/wal", opts)
 	appendRange(t, l, 1, h)
 	snapshot(t, l, h)
 	appendRange(t, l, h+1, 60)
 	l.Close()
-	flipBit(t, m, "/wal/"+seg, off+20, 0) // record `first`, below h
-	l, got := openCheck(t, m, "/wal", opts)
-	if got.snap != h || got.last != 60 {
-		t.Fatalf("opened %+v, want the snapshot at %d (record %d damaged)", got, h, first)
-	}
-	if err := l.Truncate(h, nil); err != nil {
-		t.Fatalf("Truncate(%d): %v", h, err)
-	}
-	appendRange(t, l, h+1, h+2)
-	l.Close()
-	if slices.Contains(segmentsIn(t, m, "/wal"), seg) {
-		t.Fatalf("%s is still there", seg)
-	}
-	if l, got := openCheck(t, m, "/wal", opts); got.snap != h || got.last != h+2 {
-		t.Fatalf("reopened %+v, want the snapshot at %d and last %d", got, h, h+2)
-	} else {
+	// Damage that walking the record headers finds (a height), and damage
+	// only a whole read finds (a checksum, the segment header).
+	for _, at := range []int64{off + 20, off + 5, 10} {
+		m := base.Clone()
+		flipBit(t, m, "/wal/"+seg, at, 0) // record `first`, below h, or the header
+		l, got := openCheck(t, m, "/wal", opts)
+		if got.snap != h || got.last != 60 {
+			t.Fatalf("flip at %d: opened %+v, want the snapshot at %d (record %d damaged)", at, got, h, first)
+		}
+		if err := l.Truncate(h, nil); err != nil {
+			t.Fatalf("flip at %d: Truncate(%d): %v", at, h, err)
+		}
+		l.Close() // recovery reads what the truncation kept
+		if slices.Contains(segmentsIn(t, m, "/wal"), seg) {
+			t.Fatalf("flip at %d: %s is still there", at, seg)
+		}
+		l, got = openCheck(t, m, "/wal", opts)
+		if got.snap != h || got.last != h {
+			t.Fatalf("flip at %d: reopened %+v, want the snapshot at %d", at, got, h)
+		}
+		appendRange(t, l, h+1, h+2)
 		l.Close()
+		if l, got := openCheck(t, m, "/wal", opts); got.last != h+2 {
+			t.Fatalf("flip at %d: reopened %+v, want last %d", at, got, h+2)
+		} else {
+			l.Close()
+		}
+	}
+}
+
+// TestTruncateReadsWhatItKeeps: a rollback below the snapshot Open
+// started from relies on an older snapshot and the records after it,
+// which Open did not read; damaged there, they are not relied on (a
+// snapshot at the target is written), and a damaged segment above the
+// target goes before anything that would make recovery read it.
+func TestTruncateReadsWhatItKeeps(t *testing.T) {
+	opts := Options{SegmentSize: 700, Logf: quiet}
+	base := vfs.NewMem()
+	buildLog(t, base, opts, 60, 19, 41).Close()
+	segs := segLayout(t, base, "/wal")
+	for _, tc := range []struct {
+		name   string
+		height uint64 // a record in the damaged segment
+	}{{"below the target", 25}, {"above it", 35}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base.Clone()
+			var seg string
+			for _, s := range segs {
+				if s.first <= tc.height {
+					seg = "/wal/" + s.name
+				}
+			}
+			flipBit(t, m, seg, segHeaderSize+5, 0) // its first record's checksum
+			l, got := openCheck(t, m, "/wal", opts)
+			if got.snap != 41 {
+				t.Fatalf("opened %+v", got)
+			}
+			if err := l.Truncate(31, writeState(31)); err != nil {
+				t.Fatalf("Truncate(31): %v", err)
+			}
+			l.Close()
+			l, got = openCheck(t, m, "/wal", opts)
+			l.Close()
+			if got.last != 31 {
+				t.Fatalf("reopened %+v, want last 31", got)
+			}
+		})
 	}
 }
 
