@@ -162,7 +162,7 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	path := filepath.Join(dir, ce.Segment)
 	var acts []RepairAction
 	if ce.Reason == reasonNoStart {
-		return nil, fmt.Errorf("%w (%v): no state can be recovered from what is left, so nothing was changed; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
+		return nil, fmt.Errorf("%w (%v): no state can be recovered from what is left, so repair stops here; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
 	}
 	if ce.Offset < segHeaderSize && strings.HasSuffix(ce.Segment, segSuffix) {
 		act, ok, err := rebuildHeader(fsys, dir, ce, opts)
@@ -185,7 +185,7 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	if err != nil {
 		return nil, err
 	}
-	if ce.Offset >= segHeaderSize {
+	if !strings.HasPrefix(ce.Reason, reasonGap) {
 		act, ok, err := skipCovered(fsys, dir, ce, opts)
 		if err != nil {
 			return nil, err
@@ -195,6 +195,9 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 		}
 	}
 	if ce.Offset < segHeaderSize {
+		if err := leavesABase(fsys, dir, ce); err != nil {
+			return nil, err
+		}
 		if err := fsys.Remove(path); err != nil {
 			return nil, err
 		}
@@ -216,6 +219,35 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	}
 	first, _ := parseName(ce.Segment, segSuffix)
 	return removeSegments(fsys, dir, ce, acts, func(f uint64) bool { return f > first })
+}
+
+// leavesABase refuses (ErrNoBase) the removal of segment ce.Segment and
+// every later one where what would be left holds no state to recover: no
+// valid snapshot, and no whole segment that starts the log before it.
+func leavesABase(fsys vfs.FS, dir string, ce *CorruptError) error {
+	ls, err := list(fsys, dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range ls.snaps {
+		err := checkSnapshot(fsys, dir, s)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+	}
+	if first, _ := parseName(ce.Segment, segSuffix); len(ls.segs) > 0 && ls.segs[0].first < first {
+		hdr, err := readRange(fsys, filepath.Join(dir, ls.segs[0].name), 0, segHeaderSize)
+		if err != nil {
+			return err
+		}
+		if _, flags, ferr := decodeSegmentHeader(hdr); ferr == nil && flags&flagGenesis != 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (%v): removing it and the segments after it would leave no state to recover, so repair stops here; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
 }
 
 // removeSegments removes the segments of dir whose first height gone
@@ -268,9 +300,10 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 	}
 	maxLen := opts.maxRecordLength()
 	// The height the damaged record should have had: the records before
-	// it are whole (Open found the first damage at ce.Offset).
-	next, _, ferr := decodeSegmentHeader(data)
-	if ferr != nil {
+	// it are whole (Open found the first damage at ce.Offset). Damage in
+	// the header: the file's name gives the first height.
+	next, ok := parseName(ce.Segment, segSuffix)
+	if !ok {
 		return RepairAction{}, false, nil
 	}
 	for off := int64(segHeaderSize); off < ce.Offset; {
@@ -280,7 +313,7 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 		}
 		next, off = next+1, off+int64(r.size)
 	}
-	from := nextValidFrame(data, ce.Offset+1, maxLen)
+	from := nextValidFrame(data, max(ce.Offset+1, segHeaderSize), maxLen)
 	if from < 0 {
 		return RepairAction{}, false, nil
 	}
@@ -401,7 +434,7 @@ func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repa
 			return []RepairAction{act}, nil
 		}
 	}
-	if !gap && ce.Offset >= segHeaderSize {
+	if !gap {
 		act, ok, err := skipCovered(fsys, dir, ce, opts)
 		if err != nil {
 			return nil, err

@@ -1202,3 +1202,54 @@ func TestCheckAndRepairUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairHeaderAndFirstRecord: a segment whose header and first
+// records are lost (a zeroed sector) among records the newest snapshot
+// covers is rewritten from its next whole record, keeping every block
+// after the snapshot (they went, with every later segment); with no valid
+// snapshot either, nothing is left to recover from, and repair refuses
+// (ErrNoBase) rather than empty the log.
+func TestRepairHeaderAndFirstRecord(t *testing.T) {
+	build := func(t *testing.T) (*vfs.MemFS, string) {
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{}) // one segment: records 1..80
+		appendRange(t, l, 1, 60)
+		snapshot(t, l, 40)
+		appendRange(t, l, 61, 80)
+		l.Close()
+		seg := segmentFile(t, m, "/wal", 0)
+		data, _ := vfs.ReadFile(m, seg)
+		clear(data[:512])
+		overwrite(t, m, seg, data)
+		return m, seg
+	}
+	t.Run("covered", func(t *testing.T) {
+		m, _ := build(t)
+		acts, err := Repair(m, "/wal", Options{Logf: quiet})
+		if err != nil || len(acts) == 0 || acts[0].Action != "rewritten" {
+			t.Fatalf("Repair: %q, %v", acts, err)
+		}
+		l, got := openCheck(t, m, "/wal", Options{})
+		l.Close()
+		if got.snap != 40 || got.last != 80 {
+			t.Fatalf("recovered %+v, want the snapshot at 40 and last 80", got)
+		}
+	})
+	t.Run("no snapshot left", func(t *testing.T) {
+		m, _ := build(t)
+		flipBit(t, m, "/wal/"+snapshotName(40), 40, 0)
+		before := listDir(t, m, "/wal")
+		acts, err := Repair(m, "/wal", Options{Logf: quiet})
+		if !errors.Is(err, ErrNoBase) {
+			t.Fatalf("Repair: %q, %v", acts, err)
+		}
+		for _, a := range acts {
+			if a.Action != "set aside" {
+				t.Fatalf("Repair removed or rewrote a segment: %q", acts)
+			}
+		}
+		if segs := segmentsIn(t, m, "/wal"); len(segs) != 1 {
+			t.Fatalf("segments %v, before %v", segs, before)
+		}
+	})
+}
