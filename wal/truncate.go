@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -142,8 +143,32 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	// not there (all segments start above height+1), a snapshot at or
 	// below height cannot join them: the segments go first, and the
 	// snapshots above height recover a block above height until they go.
+	// The records from height+1 on are there when the segments kept run
+	// on to height+1, or (none kept) the first one left starts there.
+	present := damagedAbove == nil && (len(keep) > 0 && next == height+1 ||
+		len(keep) == 0 && len(above) > 0 && above[0].first == height+1)
+	if !present {
+		// The snapshots above height outlive the segments: one that Open
+		// did not read, if damaged, must not be the newest left when a
+		// crash comes (the log would no longer cover it). Those go first.
+		var whole []string
+		for _, name := range goodAbove {
+			h, _ := parseName(name, snapSuffix)
+			err := l.checkSnapshot(snapshotFile{height: h, name: name})
+			if err == nil {
+				whole = append(whole, name)
+				continue
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			l.opts.Logf("wal: truncate to height %d: %v; it goes first", height, err)
+			badAbove = append(badAbove, name)
+		}
+		goodAbove = whole
+	}
 	order := append(append(badAbove, damaged...), damagedAbove...)
-	if first, ok := l.firstSegment(append(damaged, damagedAbove...)); ok && first <= height+1 && damagedAbove == nil {
+	if present {
 		order = append(append(order, goodAbove...), segsAbove...)
 	} else {
 		order = append(append(order, segsAbove...), goodAbove...)
@@ -283,7 +308,14 @@ func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, 
 	if height == 0 {
 		return false, nil
 	}
-	for _, s := range l.snaps {
+	// Newest first, and those already read whole before the others: the
+	// first that will do costs the least to check.
+	cands := slices.Clone(l.snaps)
+	slices.Reverse(cands)
+	slices.SortStableFunc(cands, func(a, b snapshotFile) int {
+		return cmp.Compare(l.wholeRank(a), l.wholeRank(b))
+	})
+	for _, s := range cands {
 		if s.height == height || (s.height < height && toHeight && keep[0].first <= s.height+1) {
 			// Only one read whole will do, with the records after it: the
 			// rollback removes newer snapshots, which Open may have used
@@ -309,11 +341,8 @@ func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, 
 		return false, err
 	}
 	_, flags, ferr := decodeSegmentHeader(hdr)
-	if ferr != nil {
-		return false, &CorruptError{Segment: keep[0].name, Offset: 0, Reason: ferr.reason}
-	}
-	if flags&flagGenesis == 0 {
-		return true, nil
+	if ferr != nil || flags&flagGenesis == 0 {
+		return true, nil // a damaged header: not relied on either
 	}
 	if err := l.verifySegments(keep); err != nil {
 		if !errors.Is(err, ErrCorrupt) {
@@ -322,6 +351,14 @@ func (l *Log) needSnapshot(height uint64, keep []segment, toHeight bool) (bool, 
 		return true, nil
 	}
 	return false, nil
+}
+
+// wholeRank is 0 for a snapshot known to be whole, 1 for one not read.
+func (l *Log) wholeRank(s snapshotFile) int {
+	if slices.Contains(l.whole, s.name) {
+		return 0
+	}
+	return 1
 }
 
 // verifySegments is verifySegment of each of segs, in order.

@@ -378,6 +378,39 @@ var truncScenarios = []truncScenario{
 		rollbackable: true,
 	},
 	{
+		// The segment holding the target runs on to the snapshot Open
+		// starts from, and a checksum in it is damaged: it goes whole,
+		// the state at the target is a new snapshot, and the records
+		// after the target are gone, so the segments above go before the
+		// snapshots above (a crash between them left a gap).
+		name: "damaged segment past the target", opts: Options{SegmentSize: 700},
+		build: func(t *testing.T, m *vfs.MemFS) (uint64, bool) {
+			p := vfs.NewMem()
+			buildLog(t, p, Options{SegmentSize: 700}, 60).Close()
+			var seg segInfo
+			for _, s := range segLayout(t, p, "/wal") {
+				if s.first > 21 && s.last-s.first >= 2 && s.last < 55 && seg.name == "" {
+					seg = s
+				}
+			}
+			buildLog(t, m, Options{SegmentSize: 700}, 60, 19, seg.last).Close()
+			flipBit(t, m, "/wal/"+seg.name, segHeaderSize+5, 0)
+			return seg.first + 1, true
+		},
+	},
+	{
+		// Below every segment, with the older snapshot above the target
+		// damaged (Open read only the newer one): the damaged one goes
+		// first, so that no crash leaves it the newest snapshot, which the
+		// log no longer covers.
+		name: "damaged unread snapshot above, below every segment", opts: Options{SegmentSize: 700},
+		build: func(t *testing.T, m *vfs.MemFS) (uint64, bool) {
+			buildLog(t, m, Options{SegmentSize: 700}, 60, 19, 41).Close()
+			flipBit(t, m, "/wal/"+snapshotName(19), 40, 2)
+			return segLayout(t, m, "/wal")[0].first - 2, true
+		},
+	},
+	{
 		name: "unsynced blocks", opts: Options{SegmentSize: 700, Sync: SyncNone},
 		build: func(t *testing.T, m *vfs.MemFS) (uint64, bool) {
 			buildLog(t, m, Options{SegmentSize: 700}, 60, 19, 41).Close()
@@ -836,7 +869,12 @@ func TestTruncateReadsWhatItKeeps(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		height uint64 // a record in the damaged segment
-	}{{"below the target", 25}, {"above it", 35}} {
+		at     int64  // the byte flipped in it
+	}{
+		{"below the target", 25, segHeaderSize + 5}, // its first record's checksum
+		{"above it", 35, segHeaderSize + 5},
+		{"the oldest segment's header", segs[0].first, 10},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := base.Clone()
 			var seg string
@@ -845,7 +883,7 @@ func TestTruncateReadsWhatItKeeps(t *testing.T) {
 					seg = "/wal/" + s.name
 				}
 			}
-			flipBit(t, m, seg, segHeaderSize+5, 0) // its first record's checksum
+			flipBit(t, m, seg, tc.at, 0)
 			l, got := openCheck(t, m, "/wal", opts)
 			if got.snap != 41 {
 				t.Fatalf("opened %+v", got)
