@@ -159,8 +159,11 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 // queries such as Root and Pending still answer. Closing again does
 // nothing. A block left open is not committed.
 func (e *Engine) Close() error {
-	if e.phase == phaseClosed {
+	switch e.phase {
+	case phaseClosed:
 		return nil
+	case phaseEnding:
+		return ErrInEndBlock
 	}
 	e.phase, e.txs.open = phaseClosed, false // every Tx handle is closed too
 	if e.dur == nil {

@@ -65,6 +65,7 @@ const (
 	phaseEnding              // EndBlock runs: only the handlers' own transactions call in
 	phaseEnded               // end of block done; commit next
 	phaseClosed              // Close was called: every call that changes state fails
+	phaseFailed              // a panic EndBlock does not recover (a Ledger's) left the block half done
 )
 
 // Engine is the timer scheduler of one chain. It is not safe for concurrent
@@ -283,6 +284,13 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	// Agents, observers and handlers run inside: none may begin a
 	// transaction, a block or a system instruction of its own.
 	e.phase = phaseEnding
+	defer func() {
+		if e.phase == phaseEnding {
+			// A panic went through (a Ledger's, or the engine's own): the
+			// block is half done, and no call may build on it.
+			e.phase = phaseFailed
+		}
+	}()
 	res := e.policy.endBlock(e, x, e.q.Take())
 	res.Height, res.Pending = e.height, e.pending
 	res.GC += e.lane.sysGC
@@ -300,6 +308,8 @@ func (e *Engine) notIdle() error {
 		return ErrBlockEnded
 	case phaseClosed:
 		return ErrClosed
+	case phaseFailed:
+		return ErrEndBlockFailed
 	}
 	return ErrBlockOpen
 }
@@ -312,6 +322,8 @@ func (e *Engine) notInTxs() error {
 		return ErrInEndBlock
 	case phaseClosed:
 		return ErrClosed
+	case phaseFailed:
+		return ErrEndBlockFailed
 	}
 	return ErrNoBlock
 }
@@ -455,8 +467,11 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 
 // Commit seals the ended block.
 func (e *Engine) Commit() error {
-	if e.phase == phaseClosed {
+	switch e.phase {
+	case phaseClosed:
 		return ErrClosed
+	case phaseFailed:
+		return ErrEndBlockFailed
 	}
 	if e.phase != phaseEnded {
 		return ErrBlockNotEnded

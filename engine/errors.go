@@ -52,6 +52,11 @@ var (
 	ErrNoExecutor    = errors.New("timerlane: EndBlock needs an Executor")
 	ErrInEndBlock    = errors.New("timerlane: end of block is running: only a handler's own transaction may call in")
 	ErrClosed        = errors.New("timerlane: the engine is closed")
+	// ErrEndBlockFailed is returned by every block call after a panic
+	// that EndBlock does not recover (a Ledger's) went through it: the
+	// block is half done. Reopen a durable engine from its log (the last
+	// committed block); build an in-memory one anew.
+	ErrEndBlockFailed = errors.New("timerlane: a panic went through EndBlock; the engine must be reopened")
 	// ErrExecutorPanic is matched by the FireResult.Err of a handler whose
 	// Execute panicked: the engine reverts it, as a handler that failed.
 	ErrExecutorPanic = errors.New("timerlane: the Executor panicked")

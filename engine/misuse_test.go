@@ -324,3 +324,97 @@ func TestCallsAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// A second audit round: Close from inside EndBlock is refused (it was
+// undone when EndBlock ended the block, and the engine ran on); a
+// panicking Observer.Clamped inside a handler waits for the end of
+// EndBlock like the other observer calls (it reverted the handler as an
+// executor panic, a state change); a Ledger that panics leaves the engine
+// failed with a clear error (ErrInEndBlock for good before); CheckRoot
+// inside a transaction that cancelled a timer agrees (Leaves listed it).
+func TestEndBlockRoundTwo(t *testing.T) {
+	t.Run("close inside", func(t *testing.T) {
+		e := newEngine(t, nil)
+		inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+			_, _, err := tx.Schedule(2, nil)
+			require.NoError(t, err)
+		})
+		require.NoError(t, e.BeginBlock(2))
+		var closeErr error
+		_, err := e.EndBlock(&recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+			closeErr = e.Close()
+			return engine.Usage{}, nil
+		}})
+		require.NoError(t, err)
+		require.ErrorIs(t, closeErr, engine.ErrInEndBlock)
+		require.NoError(t, e.Commit())
+		require.NoError(t, e.BeginBlock(3))
+	})
+	t.Run("clamped observer inside a handler", func(t *testing.T) {
+		l := newLane(t, nil)
+		l.fund(actorA, "1000000000000000")
+		l.block(1, actorA, func(tx engine.Tx) { l.schedule(tx, 2, "a", engine.Fees{}) })
+		l.e.SetObserver(clampPanics{})
+		require.NoError(t, l.e.BeginBlock(2))
+		require.PanicsWithValue(t, "observer bug in Clamped", func() {
+			_, _ = l.e.EndBlock(&recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+				_, err := tx.ScheduleFees(d.Block+5, []byte("child"), &engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("1000000000")})
+				return engine.Usage{Cycles: 10}, err
+			}})
+		})
+		require.NoError(t, l.e.Commit())
+		require.Equal(t, 1, l.e.Pending(), "the handler's schedule stands")
+	})
+	t.Run("ledger panics", func(t *testing.T) {
+		l := newLane(t, nil)
+		led := &panicLedger{MemLedger: engine.NewMemLedger()}
+		require.NoError(t, led.Credit(actorA, amount("1000000000000000")))
+		l.e.SetLedger(struct{ engine.Ledger }{led}) // charged by address
+		l.block(1, actorA, func(tx engine.Tx) { l.schedule(tx, 2, "a", engine.Fees{}) })
+		require.NoError(t, l.e.BeginBlock(2))
+		led.on = true
+		require.Panics(t, func() { _, _ = l.e.EndBlock(&recorder{}) })
+		_, err := l.e.EndBlock(&recorder{})
+		require.ErrorIs(t, err, engine.ErrEndBlockFailed)
+		require.ErrorIs(t, l.e.Commit(), engine.ErrEndBlockFailed)
+		require.ErrorIs(t, l.e.Rollback(1), engine.ErrEndBlockFailed)
+		require.ErrorIs(t, l.e.BeginBlock(3), engine.ErrEndBlockFailed)
+	})
+	t.Run("check root inside a transaction", func(t *testing.T) {
+		e := newEngine(t, func(c *engine.Config) { c.StateRoot = true })
+		var id engine.TimerID
+		inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+			var err error
+			id, _, err = tx.Schedule(9, nil)
+			require.NoError(t, err)
+		})
+		require.NoError(t, e.BeginBlock(2))
+		tx, err := e.Begin(actorA, 2)
+		require.NoError(t, err)
+		_, err = tx.Cancel(id)
+		require.NoError(t, err)
+		require.NoError(t, e.CheckRoot())
+		require.NoError(t, tx.Revert())
+	})
+}
+
+type clampPanics struct{}
+
+func (clampPanics) Fired(*engine.Delivery, engine.FireResult)   {}
+func (clampPanics) Collected(engine.TimerID, engine.GCReason)   {}
+func (clampPanics) Deferred(engine.TimerID, engine.DeferReason) {}
+func (clampPanics) Clamped(engine.TimerID, engine.Amount, engine.Amount) {
+	panic("observer bug in Clamped")
+}
+
+type panicLedger struct {
+	*engine.MemLedger
+	on bool
+}
+
+func (l *panicLedger) Debit(a engine.Address, x engine.Amount) error {
+	if l.on {
+		panic("ledger bug")
+	}
+	return l.MemLedger.Debit(a, x)
+}

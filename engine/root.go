@@ -349,16 +349,17 @@ type Leaf struct {
 // vectors and roots computed from scratch.
 func (e *Engine) Leaves() []Leaf {
 	var out []Leaf
+	// Only pending timers: during an end of block the deferred list still
+	// holds the timers taken to fire in it, and a timer cancelled in the
+	// open transaction stays in its tier until the commit unlinks it.
 	timer := func(i uint32) {
-		out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
+		if j, ok := e.ids.get(&e.recs.At(i).id); ok && j == i {
+			out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
+		}
 	}
 	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(x.Val) })
 	for _, i := range e.lane.deferred {
-		// During an end of block the list still holds the timers taken to
-		// fire in it, which are no longer pending.
-		if j, ok := e.ids.get(&e.recs.At(i).id); ok && j == i {
-			timer(i)
-		}
+		timer(i)
 	}
 	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
 		key := keccak(appendFairKey(nil, h, &e.actors.recs[a].addr))

@@ -156,10 +156,20 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
 	if out.Clamped {
 		if o, ok := e.obs.(LaneObserver); ok {
-			o.Clamped(out.ID, out.StatedPriorityFee, out.ClampedPriorityFee)
+			e.notifyClamped(o, &out)
+			if e.phase != phaseEnding { // inside a handler, EndBlock raises it
+				e.raiseObserverPanic()
+			}
 		}
 	}
 	return out, nil
+}
+
+// notifyClamped tells the Observer of a clamped priority fee; a panic of
+// it waits until the schedule is done (see observed).
+func (e *Engine) notifyClamped(o LaneObserver, s *Scheduled) {
+	defer e.observed()
+	o.Clamped(s.ID, s.StatedPriorityFee, s.ClampedPriorityFee)
 }
 
 // checkFees validates the lane arguments of a schedule at height and
