@@ -140,11 +140,11 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	// and replays the records after it up to a block at or above height
 	// (which the caller can roll back again); then the segments, newest
 	// first, so that those left always run on without a gap. If they are
-	// not there (all segments start above height+1), a snapshot at or
-	// below height cannot join them: the segments go first, and the
-	// snapshots above height recover a block above height until they go.
-	// The records from height+1 on are there when the segments kept run
-	// on to height+1, or (none kept) the first one left starts there.
+	// not there (the segments kept do not run on to height+1, and none
+	// left starts there: all start above it, or a damaged one took some),
+	// a snapshot at or below height cannot join them: the segments go
+	// first, and the snapshots above height recover a block above height
+	// until they go.
 	present := damagedAbove == nil && (len(keep) > 0 && next == height+1 ||
 		len(keep) == 0 && len(above) > 0 && above[0].first == height+1)
 	if !present {
@@ -242,17 +242,6 @@ func (l *Log) verifySegment(seg segment) error {
 		return ce
 	}
 	return nil
-}
-
-// firstSegment is the first height of the log's first segment but those
-// named in except, and whether there is one.
-func (l *Log) firstSegment(except []string) (uint64, bool) {
-	for _, s := range l.segs {
-		if !slices.Contains(except, s.name) {
-			return s.first, true
-		}
-	}
-	return 0, false
 }
 
 // findCut walks the record frames of segment seg, reading only their
