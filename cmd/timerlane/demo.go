@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -102,6 +103,9 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		prog.abort()
 		fmt.Fprintf(stderr, "timerlane demo: %v\n", err)
+		if errors.Is(err, errBadDir) {
+			return 2
+		}
 		return 1
 	}
 	s.report(stdout)
@@ -229,13 +233,20 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 		return s, e.Reserve(c.reserve)
 	}
 	s.cfg.StateRoot = true
+	if entries, err := os.ReadDir(c.dir); err == nil {
+		for _, x := range entries {
+			if !logName.MatchString(x.Name()) && x.Name() != "LOCK" {
+				return s, fmt.Errorf("%w: --dir %s holds %s: give it a new or empty directory", errBadDir, c.dir, x.Name())
+			}
+		}
+	}
 	e, err := engine.Open(c.dir, s.cfg)
 	if err != nil {
 		return s, err
 	}
 	if e.Height() > 0 {
 		e.Close()
-		return s, fmt.Errorf("--dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", c.dir, e.Height())
+		return s, fmt.Errorf("%w: --dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", errBadDir, c.dir, e.Height())
 	}
 	s.e = e
 	return s, e.Reserve(c.reserve)

@@ -34,7 +34,28 @@ any other failure.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	out := &errWriter{w: os.Stdout}
+	code := run(os.Args[1:], out, os.Stderr)
+	if out.err != nil && code == 0 {
+		// The output is lost (a full disk, a closed pipe): not a success.
+		fmt.Fprintf(os.Stderr, "timerlane: writing the output: %v\n", out.err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// errWriter keeps the first error of the writes to w.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

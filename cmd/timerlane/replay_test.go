@@ -56,6 +56,10 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"rollback forward", "{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n" + `{"op":"rollback","to":2}`, "line 3: rollback to 2: above the current height 1"},
 		{"invalid UTF-8", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"label":"` + "\xff" + `"}]}`, "line 2: not valid UTF-8"},
 		{"invalid UTF-8 in a comment", "# caf\xe9\n{\"op\":\"block\",\"height\":1}", "line 1: not valid UTF-8"},
+		// encoding/json reads each lone surrogate as U+FFFD: two labels
+		// would be one, two keys a "repeated" one.
+		{"lone high surrogate", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2,"label":"\ud800"}]}`, `line 2: \ud800: a UTF-16 high surrogate without its low half`},
+		{"lone low surrogate in a key", `{"op":"end","\udc00":1}`, `line 1: \udc00: a UTF-16 low surrogate without its high half`},
 		{"whitespace JSON does not have", "\u00a0{\"op\":\"block\",\"height\":1}", "line 1: not JSON"},
 		{"rollback below the first block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}\n" + `{"op":"rollback","to":3}`, "line 4: rollback to 3: block 3 was never committed"},
 		{"epoch longer than ring", `{"op":"config","ring_size":4,"epoch_length":8}`, "epoch_length 8"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -22,10 +23,8 @@ import (
 // log holds: nothing in dir changes, and a running node may hold it; with
 // checkEvery, recovery checks every record's root.
 func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
-	if st, err := os.Stat(dir); err != nil {
+	if err := logDir(dir); err != nil {
 		return nil, err
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
 	cfg, err := engine.LogConfig(dir)
 	if err != nil {
@@ -33,6 +32,39 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 	}
 	cfg.CheckEveryRoot = checkEvery
 	return engine.OpenReadOnly(dir, cfg)
+}
+
+// errBadDir is a DIR argument that names no engine's log: a usage error
+// (exit status 2), where a damaged log is a failure (1).
+var errBadDir = errors.New("bad directory")
+
+// logName is a segment's or a snapshot's file name (wal/doc.go, Files).
+var logName = regexp.MustCompile(`^[0-9]{20}\.(wal|snap)$`)
+
+// logDir checks that dir is a directory holding a log: a segment or a
+// snapshot. It writes nothing.
+func logDir(dir string) error {
+	if strings.HasPrefix(dir, "-") {
+		return fmt.Errorf("%w: %s: unknown flag (the command takes a directory)", errBadDir, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errBadDir, err)
+	}
+	for _, e := range entries {
+		if logName.MatchString(e.Name()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s holds no log (no NNNNNNNNNNNNNNNNNNNN.wal segment or .snap snapshot)", errBadDir, dir)
+}
+
+// dirFailure is the exit status of an error opening a DIR argument.
+func dirFailure(err error) int {
+	if errors.Is(err, errBadDir) {
+		return 2
+	}
+	return 1
 }
 
 func inspectCmd(args []string, stdout, stderr io.Writer) int {
@@ -43,7 +75,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	e, err := openDir(args[0], false)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
-		return 1
+		return dirFailure(err)
 	}
 	defer e.Close()
 	root := e.Root()
@@ -79,7 +111,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	e, err := openDir(args[0], true)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
-		return 1
+		return dirFailure(err)
 	}
 	defer e.Close()
 	if err := e.CheckRoot(); err != nil {
@@ -118,7 +150,7 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 	e, err := openDir(args[0], false)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
-		return 1
+		return dirFailure(err)
 	}
 	defer e.Close()
 	proof, value, pending := e.Prove(id)
@@ -183,8 +215,12 @@ func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func walCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 2 || args[0] != "repair" {
+	if len(args) != 2 || args[0] != "repair" || isHelp(args[1]) {
 		fmt.Fprint(stderr, "usage: timerlane wal repair DIR\n\nTruncates the log in DIR at the first damaged record (what Open refuses\nwith a corruption error), cuts a torn tail, sets aside damaged snapshots\nand drops damaged segments older than the newest snapshot. The records\nafter the damage are lost: run it only when that is what you want.\n")
+		return 2
+	}
+	if err := logDir(args[1]); err != nil { // Repair would create it
+		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
 		return 2
 	}
 	actions, err := wal.Repair(vfs.OS, args[1], wal.Options{})

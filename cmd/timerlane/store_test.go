@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,8 +83,53 @@ func TestStoreCommands(t *testing.T) {
 	code, _, _ = cli("prove", dir, "0x12")
 	require.Equal(t, 2, code)
 	code, _, _ = cli("inspect", t.TempDir())
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "a directory without a log is a bad argument")
 }
+
+// TestDirArguments: a DIR that is missing, a file, a flag, or a directory
+// without a log is a usage error (exit 2) for every command that takes
+// one, and wal repair creates nothing (it made the whole path, with a
+// LOCK file, and said "nothing to repair"); demo --dir refuses a
+// directory holding files that are not the engine's.
+func TestDirArguments(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "afile")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	junk := filepath.Join(tmp, "junk")
+	require.NoError(t, os.Mkdir(junk, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(junk, "000001.wal"), []byte("hello"), 0o644))
+	missing := filepath.Join(tmp, "missing", "deep")
+	for _, dir := range []string{missing, file, junk, "--bogus"} {
+		for _, args := range [][]string{{"inspect", dir}, {"verify", dir}, {"prove", dir, "0x" + strings.Repeat("12", 32)}, {"wal", "repair", dir}} {
+			code, _, stderr := cli(args...)
+			require.Equal(t, 2, code, "%q: %s", args, stderr)
+		}
+	}
+	_, err := os.Stat(filepath.Join(tmp, "missing"))
+	require.True(t, os.IsNotExist(err), "wal repair created the path")
+	entries, err := os.ReadDir(junk)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no LOCK file in a directory that holds no log")
+	code, _, _ := cli("wal", "repair", "--help")
+	require.Equal(t, 2, code)
+	code, _, stderr := cli("demo", "--timers", "100", "--quiet", "--dir", junk)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "000001.wal")
+}
+
+// A failed write of the output is a failure: the events are lost.
+func TestErrWriterKeepsTheFirstError(t *testing.T) {
+	w := &errWriter{w: failingWriter{}}
+	_, err := fmt.Fprintln(w, "event")
+	require.Error(t, err)
+	require.ErrorIs(t, w.err, errFull)
+}
+
+var errFull = errors.New("no space left on device")
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errFull }
 
 // TestStoreCommandsAfterDemo: inspect and verify read the configuration
 // of a directory a demo wrote, whose state is in a snapshot.

@@ -21,6 +21,9 @@ type object struct {
 }
 
 func decodeObject(raw []byte) (*object, error) {
+	if err := loneSurrogate(raw); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -190,4 +193,38 @@ func short(s string) string {
 		return s[:80] + "..."
 	}
 	return s
+}
+
+// loneSurrogate reports a \u escape of a UTF-16 surrogate that is not
+// half of a pair: encoding/json turns each into U+FFFD, so two different
+// strings (labels, keys) would read as the same one.
+func loneSurrogate(raw []byte) error {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		switch {
+		case !ok:
+			i++ // an escape of another kind, \\ included: skip its second byte
+		case r >= 0xd800 && r < 0xdc00:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xdc00 && lo < 0xe000 {
+				i += 11
+				continue
+			}
+			return fmt.Errorf("\\u%04x: a UTF-16 high surrogate without its low half", r)
+		case r >= 0xdc00 && r < 0xe000:
+			return fmt.Errorf("\\u%04x: a UTF-16 low surrogate without its high half", r)
+		default:
+			i += 5
+		}
+	}
+	return nil
 }
