@@ -29,8 +29,8 @@ Usage:
   timerlane wal repair DIR    truncate DIR's log at its first damaged record
   timerlane help              print this text
 
-Exit status: 0 on success, 2 on a bad trace, bad flags or bad config, 1 on
-any other failure.
+Exit status: 0 on success; 2 on a bad trace, bad flags, a bad config or a
+DIR that holds no log; 1 on any other failure (a damaged log, I/O).
 `
 
 func main() {
