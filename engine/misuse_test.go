@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/merkle"
 )
 
 // Cases an audit of the public API found, each a test that failed on the
@@ -417,4 +418,22 @@ func (l *panicLedger) Debit(a engine.Address, x engine.Amount) error {
 		panic("ledger bug")
 	}
 	return l.MemLedger.Debit(a, x)
+}
+
+// Prove calls pending only a pending timer: the scheduler leaf's key is
+// no timer (it said pending, with a proof that verified), and its proof
+// proves no absence either.
+func TestProveOnlyTimers(t *testing.T) {
+	e := newEngine(t, func(c *engine.Config) { c.StateRoot = true })
+	inBlock(t, e, 1, actorA, func(tx engine.Tx) {})
+	var sched engine.TimerID
+	for _, l := range e.Leaves() {
+		if l.Kind == "scheduler" {
+			sched = l.Key
+		}
+	}
+	p, v, pending := e.Prove(sched)
+	require.False(t, pending)
+	require.Zero(t, v)
+	require.Error(t, merkle.Verify(e.Root(), sched, nil, p))
 }

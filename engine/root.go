@@ -120,7 +120,10 @@ func (e *Engine) CheckRoot() error {
 
 // Prove returns a proof that timer id is pending (with the value hash its
 // leaf holds) or is not, against Root(); merkle.Verify checks it with
-// nothing else.
+// nothing else. pending is true only for a pending timer: an id that is
+// the key of another leaf (the scheduler's, a fairness entry's) is not
+// one, and its proof shows that leaf, so it proves no absence either
+// (timer ids and those keys share the tree's key space: docs/SPEC.md §13).
 func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending bool) {
 	if e.root == nil {
 		return merkle.Proof{}, value, false
@@ -128,6 +131,9 @@ func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending 
 	e.flushRoot()
 	e.root.tree.Root()
 	value, pending = e.root.tree.Get(id)
+	if _, timer := e.ids.get(&id); !timer {
+		value, pending = [32]byte{}, false
+	}
 	return e.root.tree.Prove(id), value, pending
 }
 
