@@ -17,7 +17,7 @@ import (
 // The state root (docs/STATE_ROOT.md): a merkle.Tree whose leaves are
 //
 //   - one per pending timer: key = its id, value = keccak256(timerEncoding);
-//   - one per fairness-window entry: key = keccak256("timerlane/fairness" ||
+//   - one per fairness-window entry: key = keccak256("tl/fair" ||
 //     height[8] || actor[20]), value = keccak256(0x02 || fires[8]);
 //   - one for the scheduler: key = keccak256("timerlane/scheduler"), value =
 //     keccak256(schedulerEncoding): height, sequence, configuration, lane
@@ -181,12 +181,17 @@ func (e *Engine) flushRoot() {
 }
 
 // appendFairKey appends the preimage of a fairness-window entry's key:
-// "timerlane/fairness" || height[8] || actor[20].
+// "tl/fair" || height[8] || actor[20]. At 35 bytes it is shorter than any
+// timer id's preimage (36 bytes and more), so that no timer an actor can
+// schedule has an entry's key for its id (docs/STATE_ROOT.md §3).
 func appendFairKey(b []byte, height uint64, actor *Address) []byte {
-	b = append(b, "timerlane/fairness"...)
+	b = append(b, fairLabel...)
 	b = binary.BigEndian.AppendUint64(b, height)
 	return append(b, actor[:]...)
 }
+
+// fairLabel starts a fairness entry's key preimage.
+const fairLabel = "tl/fair"
 
 // appendFairValue appends a fairness entry's leaf encoding: 0x02 || fires[8].
 func appendFairValue(b []byte, n uint64) []byte {
