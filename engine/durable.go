@@ -186,7 +186,7 @@ func (e *Engine) Durable() (records uint64) {
 // logFailed reports whether the engine refuses blocks.
 func (e *Engine) logFailed() error {
 	switch {
-	case e.phase == phaseClosed:
+	case e.phase == phaseClosed: // before its log's failure, which Close also sets
 		return ErrClosed
 	case e.dur == nil:
 		return nil

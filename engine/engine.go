@@ -299,6 +299,18 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	return res, nil
 }
 
+// unusable is the error of every call that changes the state once the
+// engine is closed or failed, else nil.
+func (e *Engine) unusable() error {
+	switch e.phase {
+	case phaseClosed:
+		return ErrClosed
+	case phaseFailed:
+		return ErrEndBlockFailed
+	}
+	return nil
+}
+
 // notIdle is the error of a call that needs to be between blocks.
 func (e *Engine) notIdle() error {
 	switch e.phase {
@@ -306,24 +318,20 @@ func (e *Engine) notIdle() error {
 		return ErrInEndBlock
 	case phaseEnded:
 		return ErrBlockEnded
-	case phaseClosed:
-		return ErrClosed
-	case phaseFailed:
-		return ErrEndBlockFailed
+	case phaseTxs:
+		return ErrBlockOpen
 	}
-	return ErrBlockOpen
+	return e.unusable()
 }
 
 // notInTxs is the error of a call that needs an open block's
 // transaction phase, in another phase.
 func (e *Engine) notInTxs() error {
-	switch e.phase {
-	case phaseEnding:
+	if e.phase == phaseEnding {
 		return ErrInEndBlock
-	case phaseClosed:
-		return ErrClosed
-	case phaseFailed:
-		return ErrEndBlockFailed
+	}
+	if err := e.unusable(); err != nil {
+		return err
 	}
 	return ErrNoBlock
 }
@@ -467,13 +475,10 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 
 // Commit seals the ended block.
 func (e *Engine) Commit() error {
-	switch e.phase {
-	case phaseClosed:
-		return ErrClosed
-	case phaseFailed:
-		return ErrEndBlockFailed
-	}
 	if e.phase != phaseEnded {
+		if err := e.unusable(); err != nil {
+			return err
+		}
 		return ErrBlockNotEnded
 	}
 	if err := e.logFailed(); err != nil {

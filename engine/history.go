@@ -251,12 +251,7 @@ func (e *Engine) trimHist() {
 			span := h.taken.seg(a, end.taken)
 			a += uint64(len(span))
 			for _, t := range span {
-				// No record has actor index 0: an entry with it was never
-				// reached by its fire loop (an executor panicked), and its
-				// record is left alone, as if never retired.
-				if t.held.actor != 0 {
-					e.releaseHeld(t.rec, t.held)
-				}
+				e.releaseHeld(t.rec, t.held)
 			}
 		}
 		h.ops.trim(end.ops)

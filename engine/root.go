@@ -123,16 +123,16 @@ func (e *Engine) CheckRoot() error {
 // nothing else. pending is true only for a pending timer: an id that is
 // the key of another leaf (the scheduler's, a fairness entry's) is not
 // one, and its proof shows that leaf, so it proves no absence either
-// (timer ids and those keys share the tree's key space: docs/SPEC.md §13).
+// (timer ids and those keys share the tree's key space:
+// docs/STATE_ROOT.md §3, §4a).
 func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending bool) {
 	if e.root == nil {
 		return merkle.Proof{}, value, false
 	}
 	e.flushRoot()
 	e.root.tree.Root()
-	value, pending = e.root.tree.Get(id)
-	if _, timer := e.ids.get(&id); !timer {
-		value, pending = [32]byte{}, false
+	if _, timer := e.ids.get(&id); timer {
+		value, pending = e.root.tree.Get(id)
 	}
 	return e.root.tree.Prove(id), value, pending
 }

@@ -88,15 +88,6 @@ func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 // TimerRejectedBelowBasefee. A priority fee above max fee − basefee is
 // clamped, and the result says so (TimerPriorityClampedAtSchedule).
 func (tx Tx) ScheduleFees(height uint64, payload []byte, f *Fees) (Scheduled, error) {
-	if _, err := tx.state(); err != nil {
-		return Scheduled{}, err
-	}
-	if f != nil && !f.valid() {
-		return Scheduled{}, ErrInvalidFees
-	}
-	if f != nil && f.Set != 0 && tx.e.cfg.Policy != PolicyLane {
-		return Scheduled{}, ErrNeedsLane
-	}
 	return tx.schedule(height, payload, f)
 }
 
@@ -107,6 +98,14 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees) (Scheduled, error)
 		return out, err
 	}
 	e := tx.e
+	if f != nil {
+		switch {
+		case !f.valid():
+			return out, ErrInvalidFees
+		case f.Set != 0 && e.cfg.Policy != PolicyLane:
+			return out, ErrNeedsLane
+		}
+	}
 	if height <= e.height {
 		return out, ErrHeightNotInFuture
 	}
