@@ -486,6 +486,12 @@ func (e *Engine) Commit() error {
 	}
 	e.phase = phaseIdle
 	e.trimHist()
+	if r := e.root; r != nil && len(r.dirty) > 2*e.pending+dirtyFree {
+		// An embedder that never asks for the root would otherwise keep 32
+		// bytes for every change since the engine started; hashing them now
+		// is the work the next Root would do, so it costs nothing extra.
+		e.flushRoot()
+	}
 	if e.dur != nil {
 		if err := e.logBlock(); err != nil {
 			e.dur.failed = err

@@ -58,6 +58,11 @@ func (s *stateRoot) hash(b []byte) [32]byte {
 	return s.sum
 }
 
+// dirtyFree is how many changes beyond twice the pending timers the state
+// root may hold unhashed between blocks before Commit hashes them (see
+// Commit): the list stays proportional to the state, not to its history.
+const dirtyFree = 1 << 16
+
 // touch notes that timer id changed (added, removed or updated).
 func (e *Engine) touch(id *TimerID) {
 	if e.root != nil {

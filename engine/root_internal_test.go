@@ -173,3 +173,38 @@ func TestRootSkipEmpty(t *testing.T) {
 		require.Equal(t, a.scratchRoot(), b.Root(), "%v", policy)
 	}
 }
+
+// TestRootChangesStayBounded: with the state root on and Root never
+// called, the list of changes not yet hashed stays proportional to the
+// pending timers (it grew by 64 bytes per timer ever scheduled and fired),
+// and the root is still the one an engine that asks every block computes.
+func TestRootChangesStayBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.StateRoot = true
+	silent, err := New(cfg)
+	require.NoError(t, err)
+	asking, err := New(cfg)
+	require.NoError(t, err)
+	const perBlock, blocks = 200, 1000 // 400k changes, about 200 pending
+	most := 0
+	for h := uint64(1); h <= blocks; h++ {
+		for _, e := range []*Engine{silent, asking} {
+			require.NoError(t, e.BeginBlock(h))
+			tx, err := e.Begin(Address{0xab, byte(h)}, h)
+			require.NoError(t, err)
+			for k := range perBlock {
+				_, _, err := tx.Schedule(h+1, []byte{byte(k)})
+				require.NoError(t, err)
+			}
+			require.NoError(t, tx.Commit())
+			_, err = e.EndBlock(nopExec{})
+			require.NoError(t, err)
+			require.NoError(t, e.Commit())
+		}
+		asking.Root()
+		most = max(most, len(silent.root.dirty))
+	}
+	require.LessOrEqual(t, most, 2*perBlock+dirtyFree+2*perBlock)
+	require.Equal(t, asking.Root(), silent.Root())
+	require.NoError(t, silent.CheckRoot())
+}
