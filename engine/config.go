@@ -74,8 +74,8 @@ func (p Policy) String() string {
 }
 
 // LaneParams are the lane's governance parameters (CIP-1 §5, §8-§10), the
-// part of the configuration SYS_UPDATE_TIMER_CONFIG may change, plus the
-// fifo phase's per-fire cycles limit (Config.CyclesPerFire).
+// part of the configuration SYS_UPDATE_TIMER_CONFIG may change (the fifo
+// phase's per-fire cycles limit, Config.CyclesPerFire, is not: SPEC §12.9).
 type LaneParams struct {
 	LaneTimerCycles         uint64    // lane budget per block: 2,000,000; the basefee targets half
 	GCCycles                uint64    // GC lane budget per block (TIMER_GC_CYCLES): 5,000,000
@@ -89,7 +89,7 @@ type LaneParams struct {
 }
 
 // DefaultLaneParams returns CIP-1's values and the engine's choices for
-// what CIP-1 leaves open (docs/SPEC.md §10).
+// what CIP-1 leaves open (docs/SPEC.md §12.10).
 func DefaultLaneParams() LaneParams {
 	return LaneParams{
 		LaneTimerCycles: 2_000_000, GCCycles: 5_000_000, GCCostPerTimer: 5_000,
@@ -136,7 +136,8 @@ func (p LaneParams) Validate() error {
 // µs per block on the machine it was measured on); but where the kernel,
 // or a virtual machine's host, maps a huge page slowly on its first touch,
 // the Schedule that touches a new one waits for it (4.1-4.8 ms on a machine
-// whose end of block gained nothing from them: README, "Session 12").
+// whose end of block gained nothing from them: docs/BENCHMARK_HISTORY.md,
+// "Session 12").
 // Nothing the engine computes depends on it.
 func SetHugePages(on bool) { hugepage.SetEnabled(on) }
 

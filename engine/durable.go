@@ -155,8 +155,9 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 
 // Close closes the engine's log, if it has one. Afterwards every call
 // that would change the state (a block, a transaction, a rollback, a
-// system instruction, a call on a Tx still held) fails with ErrClosed;
-// queries such as Root and Pending still answer. Closing again does
+// system instruction) fails with ErrClosed, and a call on a Tx still held
+// with ErrTxClosed, as for any transaction that has ended; queries such as
+// Root and Pending still answer. Closing again does
 // nothing. A block left open is not committed.
 func (e *Engine) Close() error {
 	switch e.phase {

@@ -224,8 +224,13 @@ func (e *Engine) BeginBlock(h uint64) error {
 	if e.phase != phaseIdle {
 		return e.notIdle()
 	}
-	if e.started && (e.height == math.MaxUint64 || h != e.height+1) || !e.started && h == 0 {
-		return fmt.Errorf("%w: block %d after %d", ErrBadHeight, h, e.height)
+	switch {
+	case !e.started && h == 0:
+		return fmt.Errorf("%w: block 0: heights start at 1", ErrBadHeight)
+	case e.started && e.height == math.MaxUint64:
+		return fmt.Errorf("%w: block %d: no block follows the last height", ErrBadHeight, h)
+	case e.started && h != e.height+1:
+		return fmt.Errorf("%w: block %d after %d (want %d)", ErrBadHeight, h, e.height, e.height+1)
 	}
 	e.beginHist(h, h)
 	e.q.Advance(h)
@@ -504,8 +509,10 @@ func (e *Engine) Commit() error {
 
 // SkipEmpty runs, between blocks, the empty blocks after the current height
 // up to to, stopping early before any block in which a timer is due. It
-// returns the height reached. An empty block changes nothing but the height,
-// so skipping is exactly equivalent to running them one by one.
+// returns the height reached. An empty block changes nothing but the height
+// (and under policy lane the basefee, which SkipEmpty lowers as each
+// empty block would: SPEC §12.7), so skipping is exactly equivalent to
+// running them one by one.
 func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	if err := e.logFailed(); err != nil {
 		return e.height, err

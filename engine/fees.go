@@ -229,7 +229,7 @@ func ParsePriorityTier(s string) (PriorityTier, bool) {
 }
 
 // FeeField names the lane fields a schedule call states; the others take
-// their defaults (docs/SPEC.md §10).
+// their defaults (docs/SPEC.md §12.1).
 type FeeField uint8
 
 const (

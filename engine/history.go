@@ -264,8 +264,9 @@ func (e *Engine) trimHist() {
 
 // Rollback returns the engine, between blocks, to its state after the
 // committed block to: its timers, its scheduler state and its root are
-// exactly what they were then. Any of the last Config.RollbackDepth blocks
-// can be the target (ErrRollbackTooDeep for older ones; an engine opened
+// exactly what they were then. It undoes up to Config.RollbackDepth
+// blocks: the target can be any block from the highest height reached
+// minus RollbackDepth on (ErrRollbackTooDeep for older ones; an engine opened
 // on a directory reaches back over the records it recovered). An engine
 // with a log truncates it to the same block, so that reopening recovers
 // the rolled-back state; a failure there leaves the engine refusing
@@ -300,7 +301,7 @@ func (e *Engine) Rollback(to uint64) error {
 		case b.first && to < b.from:
 			return fmt.Errorf("%w: rollback to block %d: the first block was %d", ErrBadHeight, to, b.from)
 		case to+1 < b.from:
-			return fmt.Errorf("%w: rollback to block %d at block %d: the oldest block kept is %d", ErrRollbackTooDeep, to, e.height, b.from)
+			return fmt.Errorf("%w: rollback to block %d at block %d: the oldest target it keeps is %d", ErrRollbackTooDeep, to, e.height, b.from-1)
 		}
 	}
 	records := h.blocks.at(k).records

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"testing"
@@ -198,7 +199,11 @@ func TestRollbackErrors(t *testing.T) {
 	}
 	h := e.Height()
 	root := e.Root()
-	require.ErrorIs(t, e.Rollback(h-5), ErrRollbackTooDeep)
+	err = e.Rollback(h - 5)
+	require.ErrorIs(t, err, ErrRollbackTooDeep)
+	// Depth 4 undoes four blocks: h-4 is the deepest target, and the error
+	// names it.
+	require.ErrorContains(t, err, fmt.Sprintf("the oldest target it keeps is %d", h-4))
 	require.NoError(t, e.BeginBlock(h+1))
 	require.ErrorIs(t, e.Rollback(h-1), ErrBlockOpen)
 	_, err = e.EndBlock(nopExec{})

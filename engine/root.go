@@ -129,7 +129,9 @@ func (e *Engine) CheckRoot() error {
 // the key of another leaf (the scheduler's, a fairness entry's) is not
 // one, and its proof shows that leaf, so it proves no absence either
 // (timer ids and those keys share the tree's key space:
-// docs/STATE_ROOT.md §3, §4a).
+// docs/STATE_ROOT.md §3, §4a). With Config.StateRoot off there is no
+// tree to prove against: the proof is empty and pending false, whatever
+// the timer's state (ask Pending or the id's timer instead).
 func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending bool) {
 	if e.root == nil {
 		return merkle.Proof{}, value, false

@@ -75,7 +75,7 @@ func (tx Tx) FromTimer() (TimerID, bool) {
 // the timer's id and the cost of the call, or a *CallError. The checks run
 // in the order HeightNotInFuture, PayloadTooLarge, InvalidHandler,
 // TooManyTimers, DuplicateTimer. Under policy lane the timer takes every
-// default fee argument (docs/SPEC.md §10).
+// default fee argument (docs/SPEC.md §12.1).
 func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 	r, err := tx.schedule(height, payload, nil)
 	return r.ID, r.Cost, err

@@ -1,10 +1,18 @@
-// Package fuzz holds the fuzz targets of timerlane (in its _test.go files):
+// Package fuzz holds the fuzz targets of timerlane that drive it whole
+// (in its _test.go files):
 //
 //   - FuzzTierMigration: calendar inserts, removes and advances under a
 //     layout the input chooses, checked against a simple model;
 //   - FuzzEngineOps: schedule, cancel, revert, end-of-block and skip
 //     sequences on the engine under two layouts and a model of FORMAT.md;
+//   - FuzzLaneOps: the same under policy lane, with fees and funds;
+//   - FuzzRestore: snapshots, cut or damaged, through Engine.Restore;
 //   - FuzzTraceParser: arbitrary bytes through the trace reader and replay.
+//
+// The packages keep their own targets beside their code: engine
+// (FuzzApplyRecord, FuzzRoute), merkle (FuzzTree, FuzzProofDecode,
+// FuzzReadImage), wal (FuzzRecordDecode, FuzzSnapshotDecode) and
+// internal/fairness (FuzzWindow); .ci/run runs each of them briefly.
 //
 // Run one with
 //

@@ -52,7 +52,9 @@ func (a RepairAction) String() string {
 
 // Repair makes the log in dir openable by cutting it at every corruption
 // Open would report: a damaged segment is truncated at the damaged record
-// (removed, if its header is damaged) and every later segment removed,
+// (a damaged header is rebuilt from the segment's name and first record,
+// "rebuilt", or the segment removed when that cannot be done) and every
+// later segment removed,
 // unless the damage lies among records that the newest valid snapshot
 // covers, before the record after it: then the segment is rewritten from
 // the next whole record on ("rewritten"), and nothing the state needs is

@@ -19,8 +19,9 @@ import (
 
 const demoHelp = `usage: timerlane demo [flags]
 
-Runs a deterministic scenario on an in-memory engine with the default
-config and prints what it measured. Many actors send transactions that
+Runs a deterministic scenario on an engine with the default config (in
+memory; durable, with the state root on, under --dir) and prints what it
+measured. Many actors send transactions that
 schedule one-shot timers (most a few blocks ahead, some tens of thousands
 and some over 8 million blocks ahead, so that they start in the ring, the
 epoch tier or the overflow tree) and cancel some of their own; one actor in

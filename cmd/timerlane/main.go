@@ -1,7 +1,8 @@
 // Command timerlane runs the timerlane engine: `replay` drives it from a
 // conformance trace, `demo` runs a million-timer scenario and prints what
-// it measured, and inspect, verify, prove, verify-proof and wal repair work
-// on the directory of an engine that persists (demo --dir).
+// it measured, inspect, verify, prove and wal repair work on the directory
+// of an engine that persists (demo --dir), and verify-proof checks a proof
+// that prove printed.
 package main
 
 import (
@@ -26,7 +27,8 @@ Usage:
   timerlane prove DIR ID      a proof that timer ID is (or is not) pending, as JSON
   timerlane verify-proof ROOT ID PROOF [VALUE_HASH]
                               check such a proof with nothing else
-  timerlane wal repair DIR    truncate DIR's log at its first damaged record
+  timerlane wal repair DIR    make DIR's log openable again: cut out or truncate
+                              at damage, set damaged snapshots aside
   timerlane help              print this text
 
 Exit status: 0 on success; 2 on a bad trace, bad flags, a bad config or a
@@ -86,9 +88,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+const replayUsage = "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n"
+
 func replayCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n")
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprint(stdout, replayUsage)
+		return 0
+	}
+	if len(args) != 1 {
+		fmt.Fprint(stderr, replayUsage)
 		return 2
 	}
 	var in io.Reader = os.Stdin

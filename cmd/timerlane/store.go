@@ -17,7 +17,8 @@ import (
 )
 
 // The commands on a directory written by an engine opened with --dir
-// (engine.Open): inspect, verify, prove, verify-proof and wal repair.
+// (engine.Open): inspect, verify, prove and wal repair; and verify-proof,
+// which checks prove's output alone.
 
 // openDir opens the engine in dir read-only under the configuration its
 // log holds: nothing in dir changes, and a running node may hold it; with
@@ -69,8 +70,7 @@ func dirFailure(err error) int {
 
 func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots. It opens DIR\nread-only: nothing in it changes, and it works beside a running node\n(showing its last block written whole).\n")
-		return 2
+		return usageOf(args, 0, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots. It opens DIR\nread-only: nothing in it changes, and it works beside a running node\n(showing its last block written whole).\n", stdout, stderr)
 	}
 	e, err := openDir(args[0], false)
 	if err != nil {
@@ -105,8 +105,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash, and\nreads every other snapshot and segment whole, reporting any damaged one\n(exit status 1). It opens DIR read-only, as inspect does.\n")
-		return 2
+		return usageOf(args, 0, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash, and\nreads every other snapshot and segment whole, reporting any damaged one\n(exit status 1). It opens DIR read-only, as inspect does.\n", stdout, stderr)
 	}
 	e, err := openDir(args[0], true)
 	if err != nil {
@@ -139,8 +138,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 
 func proveCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 2 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n")
-		return 2
+		return usageOf(args, 0, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n", stdout, stderr)
 	}
 	id, err := hex32(args[1])
 	if err != nil {
@@ -170,8 +168,7 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 
 func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) < 3 || len(args) > 4 || isHelp(args[0]) {
-		fmt.Fprint(stderr, "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not.\n")
-		return 2
+		return usageOf(args, 0, "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not.\n", stdout, stderr)
 	}
 	root, err := hex32(args[0])
 	if err != nil {
@@ -214,10 +211,17 @@ func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+const walUsage = "usage: timerlane wal repair DIR\n\nMakes the log in DIR openable again and prints what it did. Damage among\nrecords the newest valid snapshot covers is cut out, keeping every later\nblock; a damaged segment header is rebuilt from its name and first record;\ndamaged snapshots are set aside as NAME.corrupt; a torn tail is cut; damaged\nsegments older than the newest snapshot are dropped. Damage anywhere else\ntruncates the log at the first damaged record: the blocks after it are lost,\nso run it only when that is what you want. A directory that would be left\nwith no state to recover is not touched.\n"
+
 func walCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		return usageOf(args, 0, walUsage, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] != "repair" {
+		fmt.Fprintf(stderr, "timerlane wal: unknown command %q\n\n", args[0])
+	}
 	if len(args) != 2 || args[0] != "repair" || isHelp(args[1]) {
-		fmt.Fprint(stderr, "usage: timerlane wal repair DIR\n\nTruncates the log in DIR at the first damaged record (what Open refuses\nwith a corruption error), cuts a torn tail, sets aside damaged snapshots\nand drops damaged segments older than the newest snapshot. The records\nafter the damage are lost: run it only when that is what you want.\n")
-		return 2
+		return usageOf(args, 1, walUsage, stdout, stderr)
 	}
 	if err := logDir(args[1]); err != nil { // Repair would create it
 		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
@@ -238,6 +242,18 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "help" }
+
+// usageOf prints a command's usage text: on stdout with exit status 0 when
+// args[i] asks for it (-h, --help, help), else on stderr with exit status
+// 2, the arguments being wrong.
+func usageOf(args []string, i int, text string, stdout, stderr io.Writer) int {
+	if i < len(args) && isHelp(args[i]) {
+		fmt.Fprint(stdout, text)
+		return 0
+	}
+	fmt.Fprint(stderr, text)
+	return 2
+}
 
 func hexBytes(s string) ([]byte, error) {
 	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {

@@ -110,9 +110,24 @@ func TestDirArguments(t *testing.T) {
 	entries, err := os.ReadDir(junk)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no LOCK file in a directory that holds no log")
-	code, _, _ := cli("wal", "repair", "--help")
+	// Asked for, usage is the output (exit 0); given wrong arguments, an
+	// error (exit 2), naming an unknown subcommand.
+	for _, args := range [][]string{{"wal", "repair", "--help"}, {"wal", "--help"}, {"inspect", "-h"}, {"verify", "--help"}, {"prove", "help"}, {"verify-proof", "--help"}, {"replay", "--help"}} {
+		code, stdout, stderr := cli(args...)
+		require.Equal(t, 0, code, "%q", args)
+		require.Contains(t, stdout, "usage: timerlane "+args[0], "%q", args)
+		require.Empty(t, stderr, "%q", args)
+	}
+	for _, args := range [][]string{{"wal"}, {"wal", "repair"}, {"inspect"}, {"prove", "x"}, {"verify-proof", "a"}, {"replay"}} {
+		code, stdout, stderr := cli(args...)
+		require.Equal(t, 2, code, "%q", args)
+		require.Empty(t, stdout, "%q", args)
+		require.Contains(t, stderr, "usage: timerlane "+args[0], "%q", args)
+	}
+	code, _, stderr := cli("wal", "fix", junk)
 	require.Equal(t, 2, code)
-	code, _, stderr := cli("demo", "--timers", "100", "--quiet", "--dir", junk)
+	require.Contains(t, stderr, `unknown command "fix"`)
+	code, _, stderr = cli("demo", "--timers", "100", "--quiet", "--dir", junk)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "000001.wal")
 }

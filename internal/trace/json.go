@@ -10,6 +10,8 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // object is one JSON object of a trace line: its members by key, with the
@@ -28,7 +30,7 @@ func decodeObject(raw []byte) (*object, error) {
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %v", cleanErr(err))
+		return nil, fmt.Errorf("not JSON: %v", cleanErr(err, raw))
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, errors.New("not a JSON object")
@@ -37,12 +39,12 @@ func decodeObject(raw []byte) (*object, error) {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("not JSON: %v", cleanErr(err))
+			return nil, fmt.Errorf("not JSON: %v", cleanErr(err, raw))
 		}
 		k := tok.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("not JSON: %v", cleanErr(err))
+			return nil, fmt.Errorf("not JSON: %v", cleanErr(err, raw))
 		}
 		if _, dup := o.vals[k]; dup {
 			return nil, fmt.Errorf("repeated key %q", k)
@@ -51,7 +53,7 @@ func decodeObject(raw []byte) (*object, error) {
 		o.vals[k] = v
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("not JSON: %v", cleanErr(err))
+		return nil, fmt.Errorf("not JSON: %v", cleanErr(err, raw))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value on the line")
@@ -59,11 +61,44 @@ func decodeObject(raw []byte) (*object, error) {
 	return o, nil
 }
 
-func cleanErr(err error) error {
+func cleanErr(err error, raw []byte) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return errors.New("unexpected end of line")
 	}
+	// encoding/json names the first byte of a multi-byte character as a
+	// character of its own ('Â' for a no-break space, U+00A0): name the
+	// character. JSON allows no byte >= 0x80 outside a string, so the
+	// first such byte is the one the decoder refused.
+	var se *json.SyntaxError
+	if errors.As(err, &se) && strings.HasPrefix(se.Error(), "invalid character") {
+		if at := nonASCIIOutsideString(raw); at >= 0 {
+			r, _ := utf8.DecodeRune(raw[at:])
+			if r == utf8.RuneError {
+				return fmt.Errorf("invalid byte %#02x outside a string, at byte %d of the line", raw[at], at)
+			}
+			return fmt.Errorf("invalid character %U outside a string, at byte %d of the line", r, at)
+		}
+	}
 	return err
+}
+
+// nonASCIIOutsideString is the offset of the first byte >= 0x80 of raw
+// that is not inside a JSON string, or -1.
+func nonASCIIOutsideString(raw []byte) int {
+	in, esc := false, false
+	for i, c := range raw {
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && c >= utf8.RuneSelf:
+			return i
+		}
+	}
+	return -1
 }
 
 func (o *object) has(k string) bool { _, ok := o.vals[k]; return ok }
