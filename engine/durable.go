@@ -277,11 +277,9 @@ func (e *Engine) logBlock() error {
 	}
 	d.rec++
 	if d.rec%d.every == 0 {
-		var snap bytes.Buffer
-		if err := e.WriteSnapshot(&snap); err != nil {
-			return err
-		}
-		if err := d.log.WriteSnapshot(d.rec, &snap); err != nil {
+		// Streamed into the file: a buffer of the whole snapshot (100 MB
+		// at a million timers) grew by doubling, a fifth of the pause.
+		if err := d.log.WriteSnapshotFunc(d.rec, e.WriteSnapshot); err != nil {
 			return err
 		}
 	}

@@ -470,6 +470,17 @@ func (l *Log) rotate(first uint64) error {
 // all precede the oldest snapshot kept. A failure to read state fails the
 // call but not the log; a filesystem failure fails the log.
 func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
+	return l.WriteSnapshotFunc(height, func(w io.Writer) error {
+		_, err := io.Copy(w, state)
+		return err
+	})
+}
+
+// WriteSnapshotFunc is WriteSnapshot with the state written by fill, which
+// streams it into the file as it encodes it: no buffer of the snapshot's
+// size, and no copy through one. An error of fill's own (not a write's)
+// fails the call but not the log.
+func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.check(); err != nil {
@@ -485,7 +496,7 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 		return err
 	}
 	err := l.writeSnapshotFile(height, func(w io.Writer) error {
-		if _, err := io.Copy(w, state); err != nil {
+		if err := fill(w); err != nil {
 			return &sourceError{err}
 		}
 		return nil
