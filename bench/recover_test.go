@@ -130,3 +130,62 @@ func BenchmarkDurableCommit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshotCommit: one op is the Commit of an empty block that
+// writes a snapshot (SnapshotEvery 1) of `pending` timers with empty
+// payloads, fsync per block, state root on: the pause a node sees once
+// every SnapshotEvery blocks (encoding, compression, write, fsync and
+// rename of the snapshot file, and the record before it).
+func BenchmarkSnapshotCommit(b *testing.B) {
+	for _, n := range []int{100_000, 1 << 20} {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			cfg := engine.DefaultConfig()
+			cfg.StateRoot, cfg.SnapshotEvery = true, 1<<40
+			dir := b.TempDir()
+			e, err := engine.Open(dir, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.BeginBlock(1); err != nil {
+				b.Fatal(err)
+			}
+			for k := 0; k < n; k += 100 {
+				tx, _ := e.Begin(actors[(k/100)%nActors], uint64(k))
+				for j := range 100 {
+					if _, _, err := tx.Schedule(uint64(1_000_000+(k+j)%100_000), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				tx.Commit()
+			}
+			if _, err := e.EndBlock(nop); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Close(); err != nil {
+				b.Fatal(err)
+			}
+			cfg.SnapshotEvery = 1
+			if e, err = engine.Open(dir, cfg); err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				if err := e.BeginBlock(e.Height() + 1); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.EndBlock(nop); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := e.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
