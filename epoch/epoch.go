@@ -33,7 +33,7 @@ func New(length, count uint64) (*Slabs, error) {
 	if length == 0 || length > MaxLength || count == 0 || count > MaxCount {
 		return nil, fmt.Errorf("epoch: length %d and count %d must be >= 1 (length <= 2^31, count <= 2^20)", length, count)
 	}
-	return &Slabs{Buckets: ring.NewBuckets(count), length: length, count: count}, nil
+	return &Slabs{Buckets: ring.NewLowBuckets(count), length: length, count: count}, nil
 }
 
 // Of returns the epoch of height h.
@@ -77,9 +77,7 @@ func (s *Slabs) NextOccupied(from, to uint64) (uint64, bool) {
 }
 
 // MinHeight returns the lowest height in epoch e's bucket, which must hold
-// a live entry: a walk of the bucket.
+// a live entry (see ring.Buckets.Lowest for its cost).
 func (s *Slabs) MinHeight(c *ring.Chunks, e uint64) uint64 {
-	m := ^uint64(0)
-	s.Bucket(e).Walk(c, func(x ring.Entry) { m = min(m, x.Height) })
-	return m
+	return s.Lowest(c, s.Index(e), ^uint64(0))
 }

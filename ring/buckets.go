@@ -13,11 +13,32 @@ type Buckets struct {
 	b        []Bucket
 	occupied bitset.Cyclic
 	len      int
+	low      []low  // per bucket, when kept (NewLowBuckets)
+	walked   uint64 // entries Lowest has read
+}
+
+// low is what is known of a bucket's lowest height h: while n > 0, h is
+// its lowest height and n its live entries of that height; once they are
+// gone (n = 0), h is only a bound below its heights, until Lowest walks
+// the bucket again. A push lowers h or counts in n, and only the death of
+// the last entry of height h makes a walk necessary, so a bucket of many
+// timers is not read whole each time its lowest height is asked for.
+type low struct {
+	h uint64
+	n uint32
 }
 
 // NewBuckets returns n empty buckets.
 func NewBuckets(n uint64) Buckets {
 	return Buckets{b: make([]Bucket, n), occupied: bitset.New(n)}
+}
+
+// NewLowBuckets returns n empty buckets that keep their lowest heights for
+// Lowest, for buckets of many heights (an epoch's), at two words a bucket.
+func NewLowBuckets(n uint64) Buckets {
+	s := NewBuckets(n)
+	s.low = make([]low, n)
+	return s
 }
 
 // Len is the number of live entries in all buckets.
@@ -30,14 +51,60 @@ func (s *Buckets) At(i uint64) *Bucket { return &s.b[i] }
 func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
 	s.occupied.Set(i)
 	s.len++
+	if s.low != nil {
+		l := &s.low[i]
+		switch h := e.Height; {
+		case s.b[i].Live == 0 || h < l.h:
+			*l = low{h: h, n: 1}
+		case h == l.h && l.n > 0:
+			l.n++
+		}
+	}
 	return s.b[i].Push(c, e)
 }
+
+// gone counts out of bucket i's lowest height an entry of height h that
+// leaves it.
+func (s *Buckets) gone(i, h uint64) {
+	if s.low != nil && s.low[i].h == h && s.low[i].n > 0 {
+		s.low[i].n--
+	}
+}
+
+// Lowest returns the lowest height in bucket i, or bound when that is
+// lower or the bucket is empty; the buckets must keep their lowest heights
+// (NewLowBuckets). It reads the bucket only when the entries of its lowest
+// height are gone and its bound is below bound: a caller with a bound at
+// hand (a lower height known elsewhere) spares the walk.
+func (s *Buckets) Lowest(c *Chunks, i, bound uint64) uint64 {
+	b, l := &s.b[i], &s.low[i]
+	if b.Live == 0 || l.h >= bound {
+		return bound
+	}
+	if l.n == 0 {
+		*l = low{h: ^uint64(0)}
+		b.Walk(c, func(x Entry) {
+			s.walked++
+			switch {
+			case x.Height < l.h:
+				*l = low{h: x.Height, n: 1}
+			case x.Height == l.h:
+				l.n++
+			}
+		})
+	}
+	return min(l.h, bound)
+}
+
+// Walked is the number of entries Lowest has read, for tests.
+func (s *Buckets) Walked() uint64 { return s.walked }
 
 // Kill cancels the entry at p in bucket i. When the bucket's tombstones
 // outnumber its live entries by more than a chunk it is compacted, and
 // moved is told the new position of every entry that moved.
 func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 	b := &s.b[i]
+	s.gone(i, c.at(p).entry(b.base).Height)
 	b.Kill(c, p)
 	s.len--
 	switch {
@@ -53,6 +120,7 @@ func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 func (s *Buckets) Shift(c *Chunks, i uint64) (Entry, bool) {
 	e, ok := s.b[i].Shift(c)
 	if ok {
+		s.gone(i, e.Height)
 		s.len--
 		if s.b[i].Empty() {
 			s.occupied.Clear(i)
@@ -73,6 +141,13 @@ func (s *Buckets) MoveTo(i uint64, d *Buckets, j uint64) {
 	s.len -= int(b.Live)
 	s.occupied.Clear(i)
 	if b.Live > 0 {
+		if d.low != nil {
+			// Without s's bound, 0 is one (a walk will tell).
+			d.low[j] = low{}
+			if s.low != nil {
+				d.low[j] = s.low[i]
+			}
+		}
 		d.b[j] = b
 		d.len += int(b.Live)
 		d.occupied.Set(j)

@@ -191,7 +191,7 @@ func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue
 		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
 		stage:    ring.NewBuckets(l.EpochLength), stageSeq: make([]uint64, l.EpochLength),
-		ostage: ring.NewBuckets(1),
+		ostage: ring.NewLowBuckets(1),
 	}
 	q.countFn = func(x ring.Entry) bool {
 		if x.Height > q.ostEnd {
@@ -716,18 +716,17 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 	}
 	if rl < el {
 		// The staged epoch rl+1: staging is in height order, the rest of
-		// its bucket is not.
+		// its bucket is not. Its lowest staged height bounds the lowest
+		// unstaged one that matters, which spares a walk of the bucket
+		// after staging shifts out the timers of its lowest height (they
+		// are staged then).
+		h = uint64(math.MaxUint64)
 		if q.stage.Len() > 0 {
 			i, _ := q.stage.Next(0, q.length)
-			h, ok = q.stageLo+i, true
+			h = q.stageLo + i
 		}
-		if b := q.epochs.At(q.stageSrc); !b.Empty() {
-			if m := minHeight(q.C, b); !ok || m < h {
-				h, ok = m, true
-			}
-		}
-		if ok {
-			return h, true
+		if q.stage.Len() > 0 || !q.epochs.At(q.stageSrc).Empty() {
+			return q.epochs.Lowest(q.C, q.stageSrc, h), true
 		}
 		if rl+1 < el { // else rl+2 may wrap (L = 1 at the top)
 			if e, ok := q.epochs.NextOccupied(rl+2, el); ok {
@@ -736,8 +735,8 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 		}
 	}
 	// The overflow stage is a prefix of the tier (see Insert).
-	if b := q.ostage.At(0); !b.Empty() {
-		return minHeight(q.C, b), true
+	if !q.ostage.At(0).Empty() {
+		return q.ostage.Lowest(q.C, 0, math.MaxUint64), true
 	}
 	for {
 		x, ok := q.overflow.Min()
@@ -750,13 +749,6 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 		q.overflow.PopMin()
 		q.leftTree(x.Height)
 	}
-}
-
-// minHeight is the lowest height in b, which holds a live entry: a walk.
-func minHeight(c *ring.Chunks, b *ring.Bucket) uint64 {
-	m := uint64(math.MaxUint64)
-	b.Walk(c, func(x ring.Entry) { m = min(m, x.Height) })
-	return m
 }
 
 // Walk calls f for every resident timer, tier by tier, each in its order,

@@ -30,3 +30,7 @@ func SortKeys(es []ring.Entry) (packed bool) {
 	}
 	return packed
 }
+
+// Walked is the number of entries NextAfter has read to find the lowest
+// height of a bucket of the epoch tier or the overflow stage.
+func (q *Queue) Walked() uint64 { return q.epochs.Walked() + q.ostage.Walked() }
