@@ -55,6 +55,22 @@ func (t *Tree) Min() (ring.Entry, bool) { return t.t.Min() }
 // PopMin removes and returns the first entry.
 func (t *Tree) PopMin() (ring.Entry, bool) { return t.t.PopMin() }
 
+// CountTo is the number of entries of height h or below: a binary search
+// over their ranks, O(log^2 n), since the tree keeps the size of every
+// subtree (GetAt), where counting them one by one took O(n).
+func (t *Tree) CountTo(h uint64) int {
+	lo, hi := 0, t.t.Len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if x, _ := t.t.GetAt(m); x.Height <= h {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // Len is the number of entries.
 func (t *Tree) Len() int { return t.t.Len() }
 

@@ -87,6 +87,8 @@ func TestAscendStops(t *testing.T) {
 	}
 }
 
+// TestTreeRandom checks the tree against a sorted slice under random
+// inserts, deletes and pops, and CountTo at every step.
 func TestTreeRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tr := overflow.New()
@@ -124,6 +126,16 @@ func TestTreeRandom(t *testing.T) {
 		}
 		if tr.Len() != len(model) {
 			t.Fatalf("Len %d, want %d", tr.Len(), len(model))
+		}
+		h := rng.Uint64N(52) // 50 and 51: above every height
+		want := 0
+		for _, x := range model {
+			if x.Height <= h {
+				want++
+			}
+		}
+		if got := tr.CountTo(h); got != want {
+			t.Fatalf("CountTo(%d) = %d, want %d", h, got, want)
 		}
 	}
 	if got := items(tr); !slices.Equal(got, model) {

@@ -50,10 +50,9 @@
 // for the overflow stage one (height, seq) bound, the source being sorted).
 //
 // The share is counted in timers, not heights, so a block moves O(n/L)
-// timers even when an epoch's timers share one height. Counting the
-// overflow stage's epoch takes one ordered scan of it when the window
-// begins (see enter): still O(n) in that block, but about 10 ns a timer
-// where moving one costs a few hundred (the tree offers no rank query).
+// timers even when an epoch's timers share one height. The overflow
+// stage's epoch is counted when the window begins by a rank query of the
+// tree (Tree.CountTo), O(log^2 n).
 package calendar
 
 import (
@@ -134,9 +133,8 @@ type Queue struct {
 	ostage  ring.Buckets // a single bucket
 	ostH    uint64
 	ostSeq  uint64
-	ostEnd  uint64                  // last height of epoch w+k+C+1
-	ostLeft int                     // timers of that epoch still in the tree
-	countFn func(x ring.Entry) bool // counts the tree's first epoch into ostLeft, without allocating
+	ostEnd  uint64 // last height of epoch w+k+C+1
+	ostLeft int    // entries of that epoch still in the tree, tombstones too
 
 	inBulk bool         // between Bulk and Flush
 	bulk   []ring.Entry // the bulk load's timers for the tree, not in it yet
@@ -192,13 +190,6 @@ func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue
 		maxEpoch: math.MaxUint64 / l.EpochLength,
 		stage:    ring.NewBuckets(l.EpochLength), stageSeq: make([]uint64, l.EpochLength),
 		ostage: ring.NewLowBuckets(1),
-	}
-	q.countFn = func(x ring.Entry) bool {
-		if x.Height > q.ostEnd {
-			return false
-		}
-		q.ostLeft++
-		return true
 	}
 	q.setWindow(0)
 	return q, nil
@@ -648,7 +639,7 @@ func (q *Queue) enter(w uint64) {
 	// Count the next epoch, which the overflow stage takes in this window.
 	q.ostLeft = 0
 	if newEpoch < q.maxEpoch {
-		q.overflow.Ascend(q.countFn)
+		q.ostLeft = q.overflow.CountTo(q.ostEnd)
 	}
 }
 
