@@ -11,13 +11,25 @@ import (
 // Its entries' heights are stored as offsets from base, the height of the
 // first entry pushed into it empty, so they must all lie within 2^31 of
 // that one (a ring bucket holds one height, an epoch bucket one epoch).
+//
+// A bucket is compacted in place, a few slots per Kill (see Compact): a
+// write cursor (cw, cwOff) and a read cursor, crOff slots from the start
+// of chunk cw, so in cw or in the chunk after it, never further: each
+// chunk the read cursor leaves behind that the write cursor is not in
+// holds only tombstones and goes back to the arena at once. Between the
+// cursors there are only tombstones, so every reader sees the bucket as
+// it is, in order, without knowing of the compaction. It is 32 bytes, two
+// to a cache line: hence the 8-bit offsets.
 type Bucket struct {
 	head, tail uint32 // chunks
-	headOff    uint32 // slots of the head chunk already shifted out
-	tailLen    uint32 // entries written in the tail chunk
 	Live       uint32 // entries that are not tombstones
 	Dead       uint32 // tombstones
 	base       uint64
+	cw         uint32 // the chunk the compaction writes to; nilChunk when none runs
+	headOff    uint8  // slots of the head chunk already shifted out
+	tailLen    uint8  // entries written in the tail chunk
+	cwOff      uint8  // the slot of cw the compaction writes next
+	crOff      uint8  // the slot it reads next, counted from cw's first
 }
 
 // Empty reports whether the bucket holds no live entry.
@@ -33,7 +45,7 @@ func (b *Bucket) Push(c *Chunks, e Entry) Pos {
 		b.tooFar(e.Height)
 	}
 	c.slab.At(b.tail).e[b.tailLen] = slot{Seq: e.Seq, Val: e.Val, Off: int32(off)}
-	p := Pos(b.tail*ChunkLen + b.tailLen)
+	p := Pos(b.tail*ChunkLen + uint32(b.tailLen))
 	b.tailLen++
 	b.Live++
 	return p
@@ -74,18 +86,20 @@ func (b *Bucket) TailAddr(c *Chunks) unsafe.Pointer {
 func (b *Bucket) PrefetchHead(c *Chunks) {
 	if b.tail != nilChunk {
 		ch := unsafe.Pointer(c.slab.At(b.head))
-		prefetch.Lines(unsafe.Add(ch, b.headOff*uint32(unsafe.Sizeof(slot{}))), unsafe.Add(ch, 64*((b.headOff/4+1)%8)), nil, nil)
+		off := uint32(b.headOff)
+		prefetch.Lines(unsafe.Add(ch, off*uint32(unsafe.Sizeof(slot{}))), unsafe.Add(ch, 64*((off/4+1)%8)), nil, nil)
 	}
 }
 
 // Kill makes the entry at p a tombstone; the last entry written is simply
-// taken back. When no live entry is left the bucket's chunks go back to the
-// arena. Callers compact the bucket when NeedsCompaction says so, so that
-// tombstones never outgrow the live entries.
+// taken back, unless a compaction runs (its read cursor may be at that
+// slot, and the next Push would write behind it). When no live entry is
+// left the bucket's chunks go back to the arena. Callers call Compact
+// after each Kill, so that tombstones never outgrow the live entries.
 func (b *Bucket) Kill(c *Chunks, p Pos) {
 	c.at(p).Seq = 0
 	b.Live--
-	if b.tailLen > 0 && p == Pos(b.tail*ChunkLen+b.tailLen-1) {
+	if b.cw == nilChunk && b.tailLen > 0 && p == Pos(b.tail*ChunkLen+uint32(b.tailLen)-1) {
 		b.tailLen--
 	} else {
 		b.Dead++
@@ -99,29 +113,120 @@ func (b *Bucket) Kill(c *Chunks, p Pos) {
 // entries by more than a chunk.
 func (b *Bucket) NeedsCompaction() bool { return b.Dead > b.Live+ChunkLen }
 
-// Compact rewrites the bucket without its tombstones, in order, and tells
-// moved the new position of every live entry. Its cost is paid for by the
-// tombstones it drops (more than half the entries), so cancels stay O(1)
-// amortized and memory stays proportional to the live entries.
+// Compacting reports whether a compaction runs (Compact has more to do).
+func (b *Bucket) Compacting() bool { return b.cw != nilChunk }
+
+// CompactStep is how many slots a call of Compact reads at most, so how
+// many entries it moves. A compaction starts with more tombstones than
+// live entries and reads every slot once, so it ends within about
+// 2*(Live+ChunkLen)/CompactStep Kills: the tombstones made meanwhile stay
+// a fraction of the live entries, and the bucket holds at most about
+// 2.7 slots per live entry (TestCompactionBounds). A compaction in one go
+// rewrote the whole bucket in one Cancel: 45 ms at a million timers.
+const CompactStep = 8
+
+// Compact does a share of the bucket's compaction, starting one when
+// NeedsCompaction says so: it reads up to CompactStep slots from the
+// read cursor, moves each live one to the write cursor, and tells moved
+// its new position. It keeps the order of the entries; those behind the
+// write cursor are compacted, and a Kill among them is a tombstone a
+// later compaction drops.
 func (b *Bucket) Compact(c *Chunks, moved func(Entry, Pos)) {
-	it := b.Drain()
-	for e, ok := it.Next(c); ok; e, ok = it.Next(c) {
-		moved(e, b.Push(c, e))
+	if b.cw == nilChunk {
+		if !b.NeedsCompaction() {
+			return
+		}
+		b.cw, b.cwOff, b.crOff = b.head, b.headOff, b.headOff
 	}
+	for n := CompactStep; ; n-- {
+		if b.cwOff == ChunkLen && b.cw != b.tail {
+			// cw is full: the read cursor is in the chunk after it.
+			b.cw, b.cwOff, b.crOff = *c.next.At(b.cw), 0, b.crOff-ChunkLen
+		}
+		rc, ro := b.cw, b.crOff
+		if ro >= ChunkLen && rc != b.tail {
+			rc, ro = *c.next.At(rc), ro-ChunkLen
+		}
+		if rc == b.tail && ro == b.tailLen {
+			b.endCompaction(c)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		if ro == ChunkLen {
+			// Read past rc, which is not cw: its live entries were
+			// moved behind the write cursor, the rest are tombstones.
+			next := *c.next.At(rc)
+			*c.next.At(b.cw) = next
+			c.release(rc)
+			b.Dead -= ChunkLen
+			b.crOff = ChunkLen
+			continue
+		}
+		if s := &c.slab.At(rc).e[ro]; s.Seq != 0 {
+			if b.crOff != b.cwOff {
+				w := &c.slab.At(b.cw).e[b.cwOff]
+				*w = *s
+				s.Seq = 0
+				moved(w.entry(b.base), Pos(b.cw*ChunkLen+uint32(b.cwOff)))
+			}
+			b.cwOff++
+		}
+		b.crOff++
+	}
+}
+
+// endCompaction ends a compaction whose read cursor has reached the end
+// of the bucket: the write cursor becomes the end, and the chunk after
+// cw, if any, holds only tombstones.
+func (b *Bucket) endCompaction(c *Chunks) {
+	if b.cw != b.tail {
+		b.Dead -= uint32(b.tailLen)
+		c.release(b.tail)
+		b.tail, b.tailLen = b.cw, ChunkLen
+	}
+	b.Dead -= uint32(b.tailLen - b.cwOff)
+	b.tailLen = b.cwOff
+	b.cw, b.cwOff, b.crOff = nilChunk, 0, 0
+}
+
+// skipGap ends a compaction whose compacted entries have all been shifted
+// out, the head being at the write cursor: the head jumps over the
+// tombstones between the cursors to the read cursor, and a Kill starts
+// the compaction of the rest anew if it still needs one.
+func (b *Bucket) skipGap(c *Chunks) {
+	if b.crOff >= ChunkLen {
+		next := *c.next.At(b.head)
+		c.release(b.head)
+		b.Dead -= uint32(ChunkLen - b.headOff)
+		b.head, b.headOff, b.crOff = next, 0, b.crOff-ChunkLen
+	}
+	b.Dead -= uint32(b.crOff - b.headOff)
+	b.headOff = b.crOff
+	b.cw, b.cwOff, b.crOff = nilChunk, 0, 0
 }
 
 // Shift removes and returns the first live entry, or false when there is
 // none. It drops the tombstones it passes and gives each chunk it has read
 // past back to the arena; every other entry keeps its position, so a
 // bucket can be handed on entry by entry, a few at a time, while its owner
-// still pushes to its tail and kills entries anywhere in it.
+// still pushes to its tail and kills entries anywhere in it (which may
+// compact it meanwhile: Shift reads up to the write cursor, then jumps to
+// the read cursor).
 func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 	for b.Live > 0 {
+		if b.head == b.cw && b.headOff == b.cwOff {
+			b.skipGap(c)
+		}
 		ch := c.slab.At(b.head)
-		n := uint32(ChunkLen)
-		if b.head == b.tail {
+		n := uint8(ChunkLen)
+		switch {
+		case b.head == b.cw:
+			n = b.cwOff
+		case b.head == b.tail:
 			n = b.tailLen
-		} else if b.headOff == 0 {
+		case b.headOff == 0:
 			// Staging shifts a few entries a block out of an epoch
 			// written long ago: load the chunk at once, as Iter does.
 			c.prefetchFull(b.head)
@@ -138,6 +243,9 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 				b.Release(c) // only tombstones can follow
 			}
 			return e, true
+		}
+		if b.head == b.cw {
+			continue // at the write cursor: skipGap
 		}
 		if b.head == b.tail {
 			panic("ring: bucket counts a live entry it does not hold")
@@ -245,12 +353,12 @@ func (b *Bucket) WalkPos(c *Chunks, f func(Entry, Pos)) {
 	if b.tail == nilChunk {
 		return
 	}
-	from := b.headOff
+	from := uint32(b.headOff)
 	for i := b.head; ; i, from = *c.next.At(i), 0 {
 		ch := c.slab.At(i)
 		n := uint32(ChunkLen)
 		if i == b.tail {
-			n = b.tailLen
+			n = uint32(b.tailLen)
 		}
 		for j := from; j < n; j++ {
 			if s := &ch.e[j]; s.Seq != 0 {

@@ -99,9 +99,10 @@ func (s *Buckets) Lowest(c *Chunks, i, bound uint64) uint64 {
 // Walked is the number of entries Lowest has read, for tests.
 func (s *Buckets) Walked() uint64 { return s.walked }
 
-// Kill cancels the entry at p in bucket i. When the bucket's tombstones
-// outnumber its live entries by more than a chunk it is compacted, and
-// moved is told the new position of every entry that moved.
+// Kill cancels the entry at p in bucket i. Once the bucket's tombstones
+// outnumber its live entries by more than a chunk it is compacted, a few
+// entries per Kill (Bucket.Compact), and moved is told the new position
+// of every entry that moved.
 func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 	b := &s.b[i]
 	s.gone(i, c.at(p).entry(b.base).Height)
@@ -110,7 +111,7 @@ func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 	switch {
 	case b.Empty():
 		s.occupied.Clear(i)
-	case b.NeedsCompaction():
+	case b.Compacting() || b.NeedsCompaction():
 		b.Compact(c, moved)
 	}
 }

@@ -6,7 +6,10 @@
 // writes next to the previous entry, draining a bucket reads memory in
 // order, and in steady state nothing is allocated. An entry's [Pos] (its
 // chunk and slot) lets its owner cancel it in O(1): the entry becomes a
-// tombstone (Seq 0) that draining skips. A bucket can also be taken from
+// tombstone (Seq 0) that draining skips, and once tombstones outnumber
+// the live entries the bucket is compacted in place a few slots per
+// cancel ([Bucket.Compact]), the moved entries' owners told their new
+// positions. A bucket can also be taken from
 // the front a few entries at a time ([Bucket.Shift]) and handed whole to
 // an empty bucket in O(1) ([Buckets.MoveTo]), its entries keeping their
 // positions: the calendar spreads the promotion of an epoch over the

@@ -131,6 +131,17 @@ func TestTailNextIsNeverRead(t *testing.T) {
 			}
 			return len(ps)
 		}},
+		{"Kill, compacting", func(c *Chunks, b *Bucket) int {
+			pos := map[uint64]Pos{}
+			b.WalkPos(c, func(e Entry, p Pos) { pos[e.Seq] = p })
+			for s := range uint64(len(pos)) {
+				b.Kill(c, pos[s+1])
+				if !b.Empty() {
+					b.Compact(c, func(e Entry, p Pos) { pos[e.Seq] = p })
+				}
+			}
+			return len(pos)
+		}},
 	}
 	for _, op := range ops {
 		for _, n := range []int{1, ChunkLen - 1, ChunkLen, ChunkLen + 1, 3*ChunkLen + 2} {
@@ -229,6 +240,15 @@ func btoi(b bool) int {
 	return 0
 }
 
+// compactAll runs a whole compaction of b, as Kills would a share at a
+// time.
+func compactAll(c *Chunks, b *Bucket, moved func(Entry, Pos)) {
+	b.Compact(c, moved)
+	for b.Compacting() {
+		b.Compact(c, moved)
+	}
+}
+
 func TestKillAndCompact(t *testing.T) {
 	c := NewChunks()
 	var b Bucket
@@ -252,17 +272,18 @@ func TestKillAndCompact(t *testing.T) {
 		t.Fatalf("Live %d Dead %d: compaction not asked for", b.Live, b.Dead)
 	}
 	before := c.Live()
-	moved := map[uint64]Pos{}
-	b.Compact(c, func(e Entry, p Pos) { moved[uint64(e.Val)] = p })
+	moved := 0
+	compactAll(c, &b, func(e Entry, p Pos) { pos[uint64(e.Val)] = p; moved++ })
 	var want []uint64
-	b.Walk(c, func(e Entry) { want = append(want, e.Seq) })
-	if len(moved) != int(b.Live) || b.Dead != 0 || c.Live() >= before {
-		t.Fatalf("compaction: %d moved, Live %d, Dead %d, chunks %d -> %d", len(moved), b.Live, b.Dead, before, c.Live())
-	}
-	for val, p := range moved {
-		if seq, v := c.At(p); uint64(v) != val {
-			t.Fatalf("moved reported %d at %d, which holds seq %d val %d", val, p, seq, v)
+	b.WalkPos(c, func(e Entry, p Pos) {
+		if pos[e.Seq] != p {
+			t.Fatalf("seq %d at %d, reported %d", e.Seq, p, pos[e.Seq])
 		}
+		want = append(want, e.Seq)
+	})
+	// In place: seq 1, before the first tombstone, stays where it is.
+	if moved != int(b.Live)-1 || b.Dead != 0 || c.Live() != 1 || before != 3 {
+		t.Fatalf("compaction: %d moved, Live %d, Dead %d, chunks %d -> %d", moved, b.Live, b.Dead, before, c.Live())
 	}
 	if got := seqs(c, b.Drain()); !slices.Equal(got, want) || !slices.IsSorted(got) || got[0] != 1 {
 		t.Fatalf("after compaction drained %v", got)
@@ -399,7 +420,7 @@ func TestShiftThenCompact(t *testing.T) {
 	}
 	var before []uint64
 	b.Walk(c, func(e Entry) { before = append(before, e.Seq) })
-	b.Compact(c, func(e Entry, p Pos) { pos[uint64(e.Val)] = p })
+	compactAll(c, &b, func(e Entry, p Pos) { pos[uint64(e.Val)] = p })
 	var after []uint64
 	b.WalkPos(c, func(e Entry, p Pos) {
 		if pos[e.Seq] != p {
