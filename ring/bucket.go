@@ -32,6 +32,8 @@ type Bucket struct {
 	crOff      uint8  // the slot it reads next, counted from cw's first
 }
 
+var _ [32]byte = [unsafe.Sizeof(Bucket{})]byte{}
+
 // Empty reports whether the bucket holds no live entry.
 func (b *Bucket) Empty() bool { return b.Live == 0 }
 
