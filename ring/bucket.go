@@ -123,8 +123,9 @@ func (b *Bucket) Compacting() bool { return b.cw != nilChunk }
 // live entries and reads every slot once, so it ends within about
 // 2*(Live+ChunkLen)/CompactStep Kills: the tombstones made meanwhile stay
 // a fraction of the live entries, and the bucket holds at most about
-// 2.7 slots per live entry (TestCompactionBounds). A compaction in one go
-// rewrote the whole bucket in one Cancel: 45 ms at a million timers.
+// 2.7 slots per live entry (TestCompactionIsIncremental,
+// TestCompactionBoundsChurn). A compaction in one go rewrote the whole
+// bucket in one Cancel: 45 ms at a million timers.
 const CompactStep = 8
 
 // Compact does a share of the bucket's compaction, starting one when
