@@ -13,32 +13,30 @@ type Buckets struct {
 	b        []Bucket
 	occupied bitset.Cyclic
 	len      int
-	low      []low  // per bucket, when kept (NewLowBuckets)
+	low      low    // the lowest height of one bucket (see Lowest)
 	walked   uint64 // entries Lowest has read
 }
 
-// low is what is known of a bucket's lowest height h: while n > 0, h is
-// its lowest height and n its live entries of that height; once they are
-// gone (n = 0), h is only a bound below its heights, until Lowest walks
-// the bucket again. A push lowers h or counts in n, and only the death of
-// the last entry of height h makes a walk necessary, so a bucket of many
-// timers is not read whole each time its lowest height is asked for.
+// low is what is known of the lowest height of one bucket, i: while n > 0,
+// h is its lowest height and n its live entries of that height; once they
+// are gone (n = 0), h is only a bound below its heights, until Lowest
+// walks the bucket again. A push lowers h or counts in n, and only the
+// death of the last entry of height h makes a walk necessary, so a bucket
+// of many timers is not read whole each time its lowest height is asked
+// for. It is kept for one bucket: the one Lowest was last asked about
+// (SkipEmpty asks about the same one call after call, as a chain passes a
+// quiet stretch), or one pushed into empty while that one is empty. Push
+// and Kill on every other bucket pay one comparison (a per-bucket array
+// cost a cancel in the epoch tier 11 ns, one more line to load).
 type low struct {
-	h uint64
-	n uint32
+	i, h uint64
+	n    uint32
+	set  bool
 }
 
 // NewBuckets returns n empty buckets.
 func NewBuckets(n uint64) Buckets {
 	return Buckets{b: make([]Bucket, n), occupied: bitset.New(n)}
-}
-
-// NewLowBuckets returns n empty buckets that keep their lowest heights for
-// Lowest, for buckets of many heights (an epoch's), at two words a bucket.
-func NewLowBuckets(n uint64) Buckets {
-	s := NewBuckets(n)
-	s.low = make([]low, n)
-	return s
 }
 
 // Len is the number of live entries in all buckets.
@@ -51,43 +49,46 @@ func (s *Buckets) At(i uint64) *Bucket { return &s.b[i] }
 func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
 	s.occupied.Set(i)
 	s.len++
-	if s.low != nil {
-		l := &s.low[i]
+	switch l := &s.low; {
+	case l.set && l.i == i:
 		switch h := e.Height; {
 		case s.b[i].Live == 0 || h < l.h:
-			*l = low{h: h, n: 1}
+			l.h, l.n = h, 1
 		case h == l.h && l.n > 0:
 			l.n++
 		}
+	case s.b[i].Live == 0 && (!l.set || s.b[l.i].Live == 0):
+		*l = low{i: i, h: e.Height, n: 1, set: true}
 	}
 	return s.b[i].Push(c, e)
 }
 
-// gone counts out of bucket i's lowest height an entry of height h that
-// leaves it.
+// gone counts out of bucket i's lowest height, if known, an entry of
+// height h that leaves it.
 func (s *Buckets) gone(i, h uint64) {
-	if s.low != nil && s.low[i].h == h && s.low[i].n > 0 {
-		s.low[i].n--
+	if l := &s.low; l.set && l.i == i && l.h == h && l.n > 0 {
+		l.n--
 	}
 }
 
 // Lowest returns the lowest height in bucket i, or bound when that is
-// lower or the bucket is empty; the buckets must keep their lowest heights
-// (NewLowBuckets). It reads the bucket only when the entries of its lowest
-// height are gone and its bound is below bound: a caller with a bound at
-// hand (a lower height known elsewhere) spares the walk.
+// lower or the bucket is empty. It reads the bucket only when that height
+// is not known (another bucket's was asked for last) or the entries of
+// its lowest height are gone and the bound left below them is below
+// bound: a caller with a bound at hand (a lower height known elsewhere)
+// spares the walk.
 func (s *Buckets) Lowest(c *Chunks, i, bound uint64) uint64 {
-	b, l := &s.b[i], &s.low[i]
-	if b.Live == 0 || l.h >= bound {
+	b, l := &s.b[i], &s.low
+	if b.Live == 0 {
 		return bound
 	}
-	if l.n == 0 {
-		*l = low{h: ^uint64(0)}
+	if !l.set || l.i != i || l.n == 0 && l.h < bound {
+		*l = low{i: i, h: ^uint64(0), set: true}
 		b.Walk(c, func(x Entry) {
 			s.walked++
 			switch {
 			case x.Height < l.h:
-				*l = low{h: x.Height, n: 1}
+				l.h, l.n = x.Height, 1
 			case x.Height == l.h:
 				l.n++
 			}
@@ -105,7 +106,9 @@ func (s *Buckets) Walked() uint64 { return s.walked }
 // of every entry that moved.
 func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 	b := &s.b[i]
-	s.gone(i, c.at(p).entry(b.base).Height)
+	if l := &s.low; l.set && l.i == i {
+		s.gone(i, c.at(p).entry(b.base).Height)
+	}
 	b.Kill(c, p)
 	s.len--
 	switch {
@@ -141,14 +144,14 @@ func (s *Buckets) MoveTo(i uint64, d *Buckets, j uint64) {
 	b := s.b[i].Detach()
 	s.len -= int(b.Live)
 	s.occupied.Clear(i)
+	if d.low.set && d.low.i == j {
+		d.low.set = false // j was empty; what it held is gone
+	}
+	if s.low.set && s.low.i == i {
+		s.low.set = false
+		d.low = low{i: j, h: s.low.h, n: s.low.n, set: true}
+	}
 	if b.Live > 0 {
-		if d.low != nil {
-			// Without s's bound, 0 is one (a walk will tell).
-			d.low[j] = low{}
-			if s.low != nil {
-				d.low[j] = s.low[i]
-			}
-		}
 		d.b[j] = b
 		d.len += int(b.Live)
 		d.occupied.Set(j)

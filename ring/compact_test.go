@@ -147,8 +147,8 @@ var orders = []struct {
 
 // TestCompactionIsIncremental: n entries in one bucket, each cancelled in
 // turn, in insertion order, reverse, at random, every other one first:
-// no Kill moves more than CompactStep entries (a compaction in one go
-// moved half of them), the chunks in use stay within a constant factor of
+// no Kill moves more than CompactWhole entries (a compaction in one go
+// moved half of them: 1,483 of 3,000), the chunks in use stay within a constant factor of
 // the live entries, and the bucket is right after every Kill. With
 // shifts from the front (an epoch bucket being staged) between the
 // kills, and pushes to its tail, the same.
@@ -184,8 +184,8 @@ func TestCompactionIsIncremental(t *testing.T) {
 				for len(m.want) > 0 {
 					m.shift()
 				}
-				if m.peak > CompactStep || m.worst > 0 {
-					t.Fatalf("a Kill moved up to %d entries (bound %d); chunks in use exceeded the bound by %d", m.peak, CompactStep, m.worst)
+				if m.peak > CompactWhole || m.worst > 0 {
+					t.Fatalf("a Kill moved up to %d entries (bound %d); chunks in use exceeded the bound by %d", m.peak, CompactWhole, m.worst)
 				}
 				if m.c.Live() != 0 || *m.s.At(0) != (Bucket{}) {
 					t.Fatalf("emptied: %d chunks live, bucket %+v", m.c.Live(), *m.s.At(0))
@@ -198,7 +198,7 @@ func TestCompactionIsIncremental(t *testing.T) {
 // TestCompactionBoundsChurn: a schedule and a cancel at one height, over
 // and over (a far height, whose bucket no block drains): memory stays
 // within a constant factor of the live entries, whichever entries the
-// cancels take, and no Kill moves more than CompactStep.
+// cancels take, and no Kill moves more than CompactWhole.
 func TestCompactionBoundsChurn(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -224,8 +224,8 @@ func TestCompactionBoundsChurn(t *testing.T) {
 					}
 				}
 				m.check(tc.name)
-				if m.peak > CompactStep || m.worst > 0 {
-					t.Fatalf("live %d: a Kill moved up to %d entries (bound %d); chunks in use exceeded the bound by %d", live, m.peak, CompactStep, m.worst)
+				if m.peak > CompactWhole || m.worst > 0 {
+					t.Fatalf("live %d: a Kill moved up to %d entries (bound %d); chunks in use exceeded the bound by %d", live, m.peak, CompactWhole, m.worst)
 				}
 			})
 		}
@@ -271,7 +271,7 @@ func TestCompactionHandsOver(t *testing.T) {
 			m.check("moved")
 		}
 		m.kill(m.want[0])
-		if m.c.Live() != 0 || m.peak > CompactStep {
+		if m.c.Live() != 0 || m.peak > CompactWhole {
 			t.Fatalf("%d chunks live, %d moves", m.c.Live(), m.peak)
 		}
 	})
@@ -286,14 +286,15 @@ func TestCompactionHandsOver(t *testing.T) {
 		}
 	})
 	t.Run("Shift to the write cursor", func(t *testing.T) {
-		// Seqs 3..83 die: the 81st kill starts a compaction, which
-		// reads 1 and 2 (which stay) and tombstones; then 2 dies, behind
-		// the write cursor. Shift returns 1 and reads on to the cursor.
+		// 512 entries, more than CompactWhole: seqs 3..275 die, the
+		// 273rd kill starts a compaction in steps, which reads 1 and 2
+		// (which stay) and tombstones; then 2 dies, behind the write
+		// cursor. Shift returns 1 and reads on to the cursor.
 		m := newModel(t)
-		for range 4 * ChunkLen {
+		for range 16 * ChunkLen {
 			m.push()
 		}
-		for s := uint64(3); s <= 83; s++ {
+		for s := uint64(3); s <= 275; s++ {
 			m.kill(s)
 		}
 		b := m.s.At(0)

@@ -46,7 +46,7 @@ var cancelOrders = []struct {
 // in an epoch bucket, or in the epoch being staged while blocks run (so
 // shifted into staging meanwhile), all cancelled in insertion order,
 // reverse, at random or every other one first: no cancel moves more than
-// ring.CompactStep timers (a compaction in one go moved half of them in
+// ring.CompactWhole timers (a compaction in one go moved half of them in
 // one call: 45 ms at a million), delivery and every invariant stay right,
 // and the chunks in use stay within a constant factor of the timers.
 func TestCancelMovesABoundedShare(t *testing.T) {
@@ -90,8 +90,8 @@ func TestCancelMovesABoundedShare(t *testing.T) {
 						must(t, h.Check())
 					}
 				}
-				if peak > ring.CompactStep || worst > 0 {
-					t.Fatalf("a cancel moved up to %d timers (bound %d); chunks in use exceeded the bound by %d", peak, ring.CompactStep, worst)
+				if peak > ring.CompactWhole || worst > 0 {
+					t.Fatalf("a cancel moved up to %d timers (bound %d); chunks in use exceeded the bound by %d", peak, ring.CompactWhole, worst)
 				}
 				if where == "staged" && h.Cur() < l.EpochLength+20 {
 					t.Fatalf("only %d blocks ran", h.Cur())
@@ -105,7 +105,7 @@ func TestCancelMovesABoundedShare(t *testing.T) {
 // TestChurnAtOneHeight: a schedule and a cancel at one far height, over
 // and over, with a few hundred timers pending there: the chunks in use
 // stay within a constant factor of the timers, and no cancel moves more
-// than ring.CompactStep of them.
+// than ring.CompactWhole of them.
 func TestChurnAtOneHeight(t *testing.T) {
 	l := calendar.Layout{RingSize: 256, EpochLength: 64, EpochCount: 4}
 	h := newHarness(t, l)
@@ -132,8 +132,8 @@ func TestChurnAtOneHeight(t *testing.T) {
 			must(t, h.Check())
 		}
 	}
-	if bound := (3*300+ring.ChunkLen)/ring.ChunkLen + 3; most > bound || peak > ring.CompactStep {
-		t.Fatalf("up to %d chunks for 300 timers (bound %d); a cancel moved up to %d (bound %d)", most, bound, peak, ring.CompactStep)
+	if bound := (3*300+ring.ChunkLen)/ring.ChunkLen + 3; most > bound || peak > ring.CompactWhole {
+		t.Fatalf("up to %d chunks for 300 timers (bound %d); a cancel moved up to %d (bound %d)", most, bound, peak, ring.CompactWhole)
 	}
 	drain(t, h)
 }
