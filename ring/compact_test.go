@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/timerlane/timerlane/internal/permtest"
 )
 
 // model drives bucket 0 of a Buckets through the owner's calls, Push,
@@ -105,46 +107,6 @@ func (m *model) check(what string) {
 	}
 }
 
-// orders are the orders in which a test cancels every entry of a bucket:
-// positions into the entries in insertion order.
-var orders = []struct {
-	name string
-	perm func(n int) []int
-}{
-	{"insertion", func(n int) []int {
-		p := make([]int, n)
-		for i := range p {
-			p[i] = i
-		}
-		return p
-	}},
-	{"reverse", func(n int) []int {
-		p := make([]int, n)
-		for i := range p {
-			p[i] = n - 1 - i
-		}
-		return p
-	}},
-	{"random", func(n int) []int { return rand.New(rand.NewPCG(uint64(n), 1)).Perm(n) }},
-	{"every other", func(n int) []int {
-		var p []int
-		for i := 0; i < n; i += 2 {
-			p = append(p, i)
-		}
-		for i := 1; i < n; i += 2 {
-			p = append(p, i)
-		}
-		return p
-	}},
-	{"halves", func(n int) []int { // the second half first, then the first
-		p := make([]int, n)
-		for i := range p {
-			p[i] = (i + n/2) % n
-		}
-		return p
-	}},
-}
-
 // TestCompactionIsIncremental: n entries in one bucket, each cancelled in
 // turn, in insertion order, reverse, at random, every other one first:
 // no Kill moves more than CompactWhole entries (a compaction in one go
@@ -154,9 +116,9 @@ var orders = []struct {
 // kills, and pushes to its tail, the same.
 func TestCompactionIsIncremental(t *testing.T) {
 	const n = 3000
-	for _, o := range orders {
+	for _, o := range permtest.Orders {
 		for _, staged := range []bool{false, true} {
-			name := o.name
+			name := o.Name
 			if staged {
 				name += ", staged"
 			}
@@ -166,7 +128,7 @@ func TestCompactionIsIncremental(t *testing.T) {
 					m.push()
 				}
 				seqs := slices.Clone(m.want)
-				for k, i := range o.perm(n) {
+				for k, i := range o.Perm(n) {
 					if _, ok := m.pos[seqs[i]]; !ok {
 						continue // shifted out
 					}

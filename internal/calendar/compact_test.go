@@ -6,41 +6,9 @@ import (
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/internal/permtest"
 	"github.com/timerlane/timerlane/ring"
 )
-
-// cancelOrders are the orders in which TestCancelMovesABoundedShare
-// cancels n timers: indices into them in insertion order.
-var cancelOrders = []struct {
-	name string
-	perm func(n int) []int
-}{
-	{"insertion", func(n int) []int {
-		p := make([]int, n)
-		for i := range p {
-			p[i] = i
-		}
-		return p
-	}},
-	{"reverse", func(n int) []int {
-		p := make([]int, n)
-		for i := range p {
-			p[i] = n - 1 - i
-		}
-		return p
-	}},
-	{"random", func(n int) []int { return rand.New(rand.NewPCG(uint64(n), 3)).Perm(n) }},
-	{"every other", func(n int) []int {
-		var p []int
-		for i := 0; i < n; i += 2 {
-			p = append(p, i)
-		}
-		for i := 1; i < n; i += 2 {
-			p = append(p, i)
-		}
-		return p
-	}},
-}
 
 // TestCancelMovesABoundedShare: n timers at one height, in a ring bucket,
 // in an epoch bucket, or in the epoch being staged while blocks run (so
@@ -53,8 +21,8 @@ func TestCancelMovesABoundedShare(t *testing.T) {
 	l := calendar.Layout{RingSize: 256, EpochLength: 64, EpochCount: 4}
 	const n = 3000
 	for _, where := range []string{"ring", "epoch", "staged"} {
-		for _, o := range cancelOrders {
-			t.Run(fmt.Sprintf("%s, %s", where, o.name), func(t *testing.T) {
+		for _, o := range permtest.Orders {
+			t.Run(fmt.Sprintf("%s, %s", where, o.Name), func(t *testing.T) {
 				h := newHarness(t, l)
 				// The epoch after the one staged in window 0 is staged in
 				// window 1: its bucket fills first, then is shifted from.
@@ -75,7 +43,7 @@ func TestCancelMovesABoundedShare(t *testing.T) {
 				}
 				seqs := h.Resident()
 				peak, worst := 0, 0
-				for k, i := range o.perm(n) {
+				for k, i := range o.Perm(n) {
 					// A share of the epoch goes to staging every few cancels,
 					// and at every cancel for a while (staging then catches
 					// up with a compaction in progress).
