@@ -177,6 +177,7 @@ func (b *Bucket) Compact(c *Chunks, moved func(Entry, Pos)) {
 			c.release(rc)
 			b.Dead -= ChunkLen
 			b.crOff = ChunkLen
+			n++ // a release reads no slot: it takes no step
 			continue
 		}
 		if s := &c.slab.At(rc).e[ro]; s.Seq != 0 {

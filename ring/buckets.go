@@ -25,7 +25,8 @@ type Buckets struct {
 // of many timers is not read whole each time its lowest height is asked
 // for. It is kept for one bucket: the one Lowest was last asked about
 // (SkipEmpty asks about the same one call after call, as a chain passes a
-// quiet stretch), or one pushed into empty while that one is empty. Push
+// quiet stretch), or one pushed into empty while that one is empty; the
+// first question about another bucket reads it (once per busy epoch). Push
 // and Kill on every other bucket pay one comparison (a per-bucket array
 // cost a cancel in the epoch tier 11 ns, one more line to load).
 type low struct {

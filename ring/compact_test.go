@@ -287,3 +287,34 @@ func TestCompactionHandsOver(t *testing.T) {
 		}
 	})
 }
+
+// TestCompactionWholeEnds: a compaction that starts with at most
+// CompactWhole slots ends in the Kill that starts it, however the slots
+// lie across chunks (the chunks it frees on the way took steps, and one
+// of 253 slots over 9 chunks went on in steps of 8).
+func TestCompactionWholeEnds(t *testing.T) {
+	for total := 200; total <= 300; total++ {
+		for _, shifted := range []int{0, 1, 5, 31, 32, 33} {
+			m := newModel(t)
+			for range total + shifted {
+				m.push()
+			}
+			for range shifted {
+				m.shift()
+			}
+			b := m.s.At(0)
+			for !b.Compacting() && len(m.want) > 1 {
+				slots := b.Live + b.Dead
+				starts := b.Dead+1 > b.Live-1+ChunkLen
+				m.kill(m.want[0])
+				if starts {
+					if slots <= CompactWhole && b.Compacting() {
+						t.Fatalf("%d entries, %d shifted: a compaction of %d slots still runs after the Kill that started it", total, shifted, slots)
+					}
+					break
+				}
+			}
+			m.check("after the compaction started")
+		}
+	}
+}
