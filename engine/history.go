@@ -301,7 +301,7 @@ func (e *Engine) Rollback(to uint64) error {
 		case b.first && to < b.from:
 			return fmt.Errorf("%w: rollback to block %d: the first block was %d", ErrBadHeight, to, b.from)
 		case to+1 < b.from:
-			return fmt.Errorf("%w: rollback to block %d at block %d: the oldest target it keeps is %d", ErrRollbackTooDeep, to, e.height, b.from-1)
+			return fmt.Errorf("%w: rollback to block %d at block %d: the oldest block it can return to is %d", ErrRollbackTooDeep, to, e.height, b.from-1)
 		}
 	}
 	records := h.blocks.at(k).records

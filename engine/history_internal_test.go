@@ -203,7 +203,7 @@ func TestRollbackErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrRollbackTooDeep)
 	// Depth 4 undoes four blocks: h-4 is the deepest target, and the error
 	// names it.
-	require.ErrorContains(t, err, fmt.Sprintf("the oldest target it keeps is %d", h-4))
+	require.ErrorContains(t, err, fmt.Sprintf("the oldest block it can return to is %d", h-4))
 	require.NoError(t, e.BeginBlock(h+1))
 	require.ErrorIs(t, e.Rollback(h-1), ErrBlockOpen)
 	_, err = e.EndBlock(nopExec{})
