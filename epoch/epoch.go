@@ -33,7 +33,7 @@ func New(length, count uint64) (*Slabs, error) {
 	if length == 0 || length > MaxLength || count == 0 || count > MaxCount {
 		return nil, fmt.Errorf("epoch: length %d and count %d must be >= 1 (length <= 2^31, count <= 2^20)", length, count)
 	}
-	return &Slabs{Buckets: ring.NewBuckets(count), length: length, count: count}, nil
+	return &Slabs{Buckets: ring.NewLowBuckets(count), length: length, count: count}, nil
 }
 
 // Of returns the epoch of height h.

@@ -14,6 +14,7 @@ type Buckets struct {
 	occupied bitset.Cyclic
 	len      int
 	low      low    // the lowest height of one bucket (see Lowest)
+	adopt    bool   // a push into empty may take low (NewLowBuckets)
 	walked   uint64 // entries Lowest has read
 }
 
@@ -25,8 +26,10 @@ type Buckets struct {
 // of many timers is not read whole each time its lowest height is asked
 // for. It is kept for one bucket: the one Lowest was last asked about
 // (SkipEmpty asks about the same one call after call, as a chain passes a
-// quiet stretch), or one pushed into empty while that one is empty; the
-// first question about another bucket reads it (once per busy epoch). Push
+// quiet stretch), or, in buckets made by NewLowBuckets, one pushed into
+// empty while that one is empty (so that a bucket filled from empty, as
+// the overflow stage is, is known before it is asked about); the first
+// question about another bucket reads it (once per busy epoch). Push
 // and Kill on every other bucket pay one comparison (a per-bucket array
 // cost a cancel in the epoch tier 11 ns, one more line to load).
 type low struct {
@@ -38,6 +41,16 @@ type low struct {
 // NewBuckets returns n empty buckets.
 func NewBuckets(n uint64) Buckets {
 	return Buckets{b: make([]Bucket, n), occupied: bitset.New(n)}
+}
+
+// NewLowBuckets returns n empty buckets whose lowest heights Lowest is
+// asked for (the epoch tier's, the overflow stage): a push into an empty
+// bucket keeps its height while the bucket kept before is empty. The ring
+// and staging never ask, and their pushes skip that.
+func NewLowBuckets(n uint64) Buckets {
+	s := NewBuckets(n)
+	s.adopt = true
+	return s
 }
 
 // Len is the number of live entries in all buckets.
@@ -58,7 +71,7 @@ func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
 		case h == l.h && l.n > 0:
 			l.n++
 		}
-	case s.b[i].Live == 0 && (!l.set || s.b[l.i].Live == 0):
+	case s.adopt && s.b[i].Live == 0 && (!l.set || s.b[l.i].Live == 0):
 		*l = low{i: i, h: e.Height, n: 1, set: true}
 	}
 	return s.b[i].Push(c, e)

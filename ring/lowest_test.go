@@ -17,7 +17,7 @@ func TestLowestRandom(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		c := NewChunks()
 		const n = 3
-		s, plain := NewBuckets(n), NewBuckets(1)
+		s, plain := NewLowBuckets(n), NewBuckets(1)
 		type live struct {
 			e Entry
 			p Pos

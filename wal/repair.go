@@ -166,15 +166,6 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	if ce.Reason == reasonNoStart {
 		return nil, fmt.Errorf("%w (%v): no state can be recovered from what is left, so repair stops here; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
 	}
-	if ce.Offset < segHeaderSize && strings.HasSuffix(ce.Segment, segSuffix) {
-		act, ok, err := rebuildHeader(fsys, dir, ce, opts)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return []RepairAction{act}, nil
-		}
-	}
 	if !strings.HasSuffix(ce.Segment, segSuffix) {
 		size, _ := fsys.Stat(path)
 		if err := fsys.Rename(path, path+".corrupt"); err != nil {
@@ -183,18 +174,16 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 		acts = append(acts, RepairAction{Corruption: ce, Action: "set aside", File: ce.Segment, Removed: size})
 		return acts, vfs.SyncDir(fsys, dir)
 	}
-	size, err := fsys.Stat(path)
+	act, ok, err := mendSegment(fsys, dir, ce, opts)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasPrefix(ce.Reason, reasonGap) {
-		act, ok, err := skipCovered(fsys, dir, ce, opts)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return []RepairAction{act}, nil
-		}
+	if ok {
+		return []RepairAction{act}, nil
+	}
+	size, err := fsys.Stat(path)
+	if err != nil {
+		return nil, err
 	}
 	if ce.Offset < segHeaderSize {
 		if err := leavesABase(fsys, dir, ce); err != nil {
@@ -426,25 +415,31 @@ func repairUnread(fsys vfs.FS, dir string, opts Options, actions *[]RepairAction
 // reads (see repairUnread). A gap before it (Check's reasonGap) drops the
 // older segments alone: nothing replays from them past the gap.
 func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]RepairAction, error) {
+	act, ok, err := mendSegment(fsys, dir, ce, opts)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return []RepairAction{act}, nil
+	}
 	gap := strings.HasPrefix(ce.Reason, reasonGap)
-	if !gap && ce.Offset < segHeaderSize {
-		act, ok, err := rebuildHeader(fsys, dir, ce, opts)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return []RepairAction{act}, nil
-		}
-	}
-	if !gap {
-		act, ok, err := skipCovered(fsys, dir, ce, opts)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return []RepairAction{act}, nil
-		}
-	}
 	first, _ := parseName(ce.Segment, segSuffix)
 	return removeSegments(fsys, dir, ce, nil, func(f uint64) bool { return f < first || f == first && !gap })
+}
+
+// mendSegment repairs damaged segment ce.Segment in place where no record
+// the state needs is lost: a damaged header rebuilt (rebuildHeader),
+// damage among records the newest valid snapshot covers cut out
+// (skipCovered). It reports false, changing nothing, where neither
+// applies, and for a gap before the segment (nothing in it to mend).
+func mendSegment(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (RepairAction, bool, error) {
+	if strings.HasPrefix(ce.Reason, reasonGap) {
+		return RepairAction{}, false, nil
+	}
+	if ce.Offset < segHeaderSize {
+		if act, ok, err := rebuildHeader(fsys, dir, ce, opts); err != nil || ok {
+			return act, ok, err
+		}
+	}
+	return skipCovered(fsys, dir, ce, opts)
 }

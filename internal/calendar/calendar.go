@@ -189,7 +189,7 @@ func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue
 		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
 		stage:    ring.NewBuckets(l.EpochLength), stageSeq: make([]uint64, l.EpochLength),
-		ostage: ring.NewBuckets(1),
+		ostage: ring.NewLowBuckets(1),
 	}
 	q.setWindow(0)
 	return q, nil
