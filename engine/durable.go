@@ -54,6 +54,7 @@ type durable struct {
 	log      *wal.Log
 	rec      uint64 // records in the log: the log's height
 	every    uint64 // records between snapshots
+	inline   bool   // Config.SnapshotInline
 	journal  []TimerID
 	sorted   []TimerID    // logBlock's scratch: the journal in order
 	order    []radix.Item // logBlock's sort items
@@ -111,7 +112,7 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	if every == 0 {
 		every = DefaultSnapshotEvery
 	}
-	e.dur = &durable{log: log, rec: log.LastHeight(), every: every, readOnly: opts.ReadOnly}
+	e.dur = &durable{log: log, rec: log.LastHeight(), every: every, inline: cfg.SnapshotInline, readOnly: opts.ReadOnly}
 	return e, nil
 }
 
@@ -173,6 +174,21 @@ func (e *Engine) Close() error {
 	err := e.dur.log.Close()
 	e.dur.failed = ErrLogFailed
 	return err
+}
+
+// WaitSnapshot waits until the snapshot that a Commit began writing in
+// the background (Config.SnapshotInline off) is on disk, and returns an
+// error matching ErrLogFailed if writing it failed (the next Commit would
+// report it). It returns nil at once when no snapshot is being written or
+// the engine has no log.
+func (e *Engine) WaitSnapshot() error {
+	if e.dur == nil || e.dur.readOnly {
+		return nil
+	}
+	if err := e.dur.log.WaitSnapshot(); err != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
+	}
+	return nil
 }
 
 // Durable is the number of log records (committed blocks) known to be on
@@ -277,9 +293,11 @@ func (e *Engine) logBlock() error {
 	}
 	d.rec++
 	if d.rec%d.every == 0 {
-		// Streamed into the file: a buffer of the whole snapshot (100 MB
-		// at a million timers) grew by doubling, a fifth of the pause.
-		if err := d.log.WriteSnapshotFunc(d.rec, e.WriteSnapshot); err != nil {
+		snapshot := d.log.StartSnapshot // written in the background
+		if d.inline {
+			snapshot = d.log.WriteSnapshotFunc
+		}
+		if err := snapshot(d.rec, e.WriteSnapshot); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -119,9 +121,21 @@ func TestDurableCrash(t *testing.T) {
 // every write and sync point of a run: the failing Commit returns
 // ErrLogFailed, the engine refuses the next block, and reopening on what
 // the disk holds (also after a crash) gives a committed block: the one
-// before the failure or the failed one, with its root.
+// before the failure or the failed one, with its root. Snapshots written
+// inline, and in the background (the default), where a failure of the
+// snapshot's write is the next Commit's: the operations then interleave
+// differently from run to run, and each run checks the same.
 func TestDurableFaults(t *testing.T) {
-	cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
+			cfg.SnapshotInline = inline
+			durableFaults(t, cfg)
+		})
+	}
+}
+
+func durableFaults(t *testing.T, cfg Config) {
 	roots := map[uint64][32]byte{} // of the clean run
 	run := func(fsys vfs.FS, p *program, record bool) (last uint64, err error) {
 		d, err := openFS(fsys, "db", cfg, quietLog)
@@ -189,6 +203,60 @@ func TestDurableFaults(t *testing.T) {
 	}
 }
 
+// TestBackgroundSnapshotFailure: a snapshot whose write fails in the
+// background leaves the Commit that started it committed; the next Commit
+// fails with ErrLogFailed and the engine goes back to the block before it,
+// which is what reopening recovers.
+func TestBackgroundSnapshotFailure(t *testing.T) {
+	for _, kind := range []errorfs.OpKind{errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
+		t.Run(kind.String(), func(t *testing.T) {
+			cfg := durableConfig(PolicyFIFO, [3]uint64{16, 8, 3})
+			cfg.StateRoot = true
+			mem := vfs.NewMem()
+			fired := false
+			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+				if !fired && op.Kind == kind && strings.HasSuffix(op.Path, ".snap.tmp") {
+					fired = true // the snapshot of block 7
+					return errorfs.Fault{Err: errorfs.EIO}
+				}
+				return errorfs.Fault{}
+			})
+			e, err := openFS(errorfs.Wrap(mem, inj), "db", cfg, quietLog)
+			require.NoError(t, err)
+			block := func(h uint64) error {
+				require.NoError(t, e.BeginBlock(h))
+				tx, err := e.Begin(Address{1}, h)
+				require.NoError(t, err)
+				_, _, err = tx.Schedule(h+3, []byte{byte(h)})
+				require.NoError(t, err)
+				require.NoError(t, tx.Commit())
+				_, err = e.EndBlock(nopExec{})
+				require.NoError(t, err)
+				return e.Commit()
+			}
+			for h := uint64(1); h <= 7; h++ {
+				require.NoError(t, block(h), "block %d", h)
+			}
+			root7 := e.Root()
+			// The write has failed by the time block 8 commits (a node's
+			// next Commit may come before it, and fail at a later one).
+			require.ErrorIs(t, e.dur.log.WaitSnapshot(), errorfs.EIO)
+			err = block(8)
+			require.ErrorIs(t, err, ErrLogFailed)
+			require.ErrorIs(t, err, errorfs.EIO)
+			require.Equal(t, uint64(7), e.Height(), "back at the last durable block")
+			require.Equal(t, root7, e.Root())
+			require.ErrorIs(t, e.BeginBlock(8), ErrLogFailed)
+			require.NoError(t, e.Close())
+			c, err := openFS(mem, "db", cfg, quietLog)
+			require.NoError(t, err)
+			defer c.Close()
+			require.Equal(t, uint64(7), c.Height())
+			require.Equal(t, root7, c.Root())
+		})
+	}
+}
+
 // TestLogConfig: the configuration read back from a log (from its first
 // record, then from a snapshot) opens it.
 func TestLogConfig(t *testing.T) {
@@ -227,14 +295,15 @@ func TestLogConfig(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestSnapshotStreams: the Commit that writes a snapshot streams it into
-// the file, allocating a small part of its size (it built the whole
-// snapshot in a buffer that grew by doubling: twice its size, and a fifth
-// of the pause).
+// TestSnapshotStreams: the Commit that writes a snapshot inline
+// (Config.SnapshotInline) streams it into the file, allocating a small
+// part of its size (it built the whole snapshot in a buffer that grew by
+// doubling: twice its size, and a fifth of the pause).
 func TestSnapshotStreams(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.SnapshotEvery = 2
+	cfg.SnapshotInline = true
 	cfg.Sync = wal.SyncNone
 	e, err := Open(dir, cfg)
 	require.NoError(t, err)

@@ -501,7 +501,7 @@ func (e *Engine) Commit() error {
 		if err := e.logBlock(); err != nil {
 			e.dur.failed = err
 			e.undoUndurable()
-			return fmt.Errorf("%w: %v", ErrLogFailed, err)
+			return fmt.Errorf("%w: %w", ErrLogFailed, err)
 		}
 	}
 	return nil

@@ -314,7 +314,7 @@ func (e *Engine) Rollback(to uint64) error {
 		err := d.log.Truncate(records, func(w io.Writer) error { return e.WriteSnapshot(w) })
 		if err != nil {
 			d.failed = err
-			return fmt.Errorf("%w: %v", ErrLogFailed, err)
+			return fmt.Errorf("%w: %w", ErrLogFailed, err)
 		}
 		d.rec = records
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path"
+	"sync"
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -20,13 +22,32 @@ type tracker struct {
 	acked     uint64
 }
 
+// liveTracker is the tracker of a run in progress, which a fault
+// injector reads from the goroutine of a background snapshot.
+type liveTracker struct {
+	mu sync.Mutex
+	t  tracker
+}
+
+func (lt *liveTracker) get() tracker {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.t
+}
+
+func (lt *liveTracker) set(f func(t *tracker)) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	f(&lt.t)
+}
+
 // The scripted run of the fault matrix: open, blocks, a snapshot, more
 // blocks, two more snapshots (the third removes the first and the segments
 // only it needed), more blocks, close. Segments are small so that it
 // rotates often; the snapshot at 20 is more than one chunk.
 const scriptLast = 30
 
-func runScript(fsys vfs.FS, opts Options, tr *tracker) (err error) {
+func runScript(fsys vfs.FS, opts Options, background bool, tr *liveTracker) (err error) {
 	l, err := Open(fsys, "/wal", opts)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
@@ -45,26 +66,32 @@ func runScript(fsys vfs.FS, opts Options, tr *tracker) (err error) {
 	}()
 	blocks := func(from, to uint64) error {
 		for h := from; h <= to; h++ {
-			tr.attempted = h
+			tr.set(func(t *tracker) { t.attempted = h })
 			if err := l.Append(h, bodyFor(h)); err != nil {
 				return fmt.Errorf("append %d: %w", h, err)
 			}
 			if opts.Sync == SyncEveryBlock {
-				tr.acked = h
+				tr.set(func(t *tracker) { t.acked = h })
 			} else if h%3 == 0 {
 				if err := l.Sync(); err != nil {
 					return fmt.Errorf("sync at %d: %w", h, err)
 				}
-				tr.acked = h
+				tr.set(func(t *tracker) { t.acked = h })
 			}
 		}
 		return nil
 	}
 	snap := func(h uint64) error {
-		if err := l.WriteSnapshot(h, bytes.NewReader(stateFor(h))); err != nil {
+		write := l.WriteSnapshot
+		if background {
+			write = func(h uint64, r io.Reader) error {
+				return l.StartSnapshot(h, func(w io.Writer) error { _, err := io.Copy(w, r); return err })
+			}
+		}
+		if err := write(h, bytes.NewReader(stateFor(h))); err != nil {
 			return fmt.Errorf("snapshot %d: %w", h, err)
 		}
-		tr.acked = max(tr.acked, h) // WriteSnapshot syncs the log
+		tr.set(func(t *tracker) { t.acked = max(t.acked, h) }) // both sync the log first
 		return nil
 	}
 	for _, step := range []func() error{
@@ -83,16 +110,21 @@ func runScript(fsys vfs.FS, opts Options, tr *tracker) (err error) {
 	if err := l.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
-	tr.acked = tr.attempted
+	tr.set(func(t *tracker) { t.acked = t.attempted })
 	return nil
 }
 
+// The script's variants: the sync policy, and whether its snapshots are
+// written in the background (StartSnapshot) while blocks go on.
 var scriptOpts = []struct {
-	name string
-	opts Options
+	name       string
+	opts       Options
+	background bool
 }{
-	{"SyncEveryBlock", Options{SegmentSize: 1024, Logf: quiet}},
-	{"SyncNone+Sync", Options{SegmentSize: 1024, Sync: SyncNone, Logf: quiet}},
+	{"SyncEveryBlock", Options{SegmentSize: 1024, Logf: quiet}, false},
+	{"SyncNone+Sync", Options{SegmentSize: 1024, Sync: SyncNone, Logf: quiet}, false},
+	{"SyncEveryBlock+background", Options{SegmentSize: 1024, Logf: quiet}, true},
+	{"SyncNone+Sync+background", Options{SegmentSize: 1024, Sync: SyncNone, Logf: quiet}, true},
 }
 
 // verifyState opens what survived and checks that it is the state after a
@@ -178,8 +210,8 @@ func TestFaultMatrix(t *testing.T) {
 		} {
 			t.Run(so.name+"/"+fc.name, func(t *testing.T) {
 				clean := errorfs.OnIndex(-1, fc.kinds, errorfs.Fault{})
-				var tr tracker
-				if err := runScript(errorfs.Wrap(vfs.NewMem(), clean), so.opts, &tr); err != nil {
+				var tr liveTracker
+				if err := runScript(errorfs.Wrap(vfs.NewMem(), clean), so.opts, so.background, &tr); err != nil {
 					t.Fatal(err)
 				}
 				points := clean.Count()
@@ -194,8 +226,9 @@ func TestFaultMatrix(t *testing.T) {
 					if fc.sticky {
 						ii.Sticky()
 					}
-					var tr tracker
-					err := runScript(errorfs.Wrap(m, ii), so.opts, &tr)
+					var live liveTracker
+					err := runScript(errorfs.Wrap(m, ii), so.opts, so.background, &live)
+					tr := live.get()
 					op, fired := ii.Fired()
 					if !fired {
 						t.Fatalf("point %d: no fault fired", i)
@@ -230,7 +263,8 @@ func TestCrashMatrix(t *testing.T) {
 	for _, so := range scriptOpts {
 		t.Run(so.name, func(t *testing.T) {
 			m := vfs.NewMem()
-			var tr tracker
+			var tr liveTracker
+			var mu sync.Mutex // a background snapshot's operations come from its goroutine
 			type point struct {
 				op    errorfs.Op
 				tr    tracker
@@ -245,17 +279,21 @@ func TestCrashMatrix(t *testing.T) {
 			}
 			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
 				if errorfs.Writes.Has(op.Kind) {
+					mu.Lock()
+					defer mu.Unlock()
 					if n%stride == 0 {
+						// The tracker first: what it says was done is in the image.
+						tr := tr.get()
 						points = append(points, point{op: op, tr: tr, fs: crashes(m, uint64(n)), index: n})
 					}
 					n++
 				}
 				return errorfs.Fault{}
 			})
-			if err := runScript(errorfs.Wrap(m, inj), so.opts, &tr); err != nil {
+			if err := runScript(errorfs.Wrap(m, inj), so.opts, so.background, &tr); err != nil {
 				t.Fatal(err)
 			}
-			points = append(points, point{op: errorfs.Op{Path: "(end)"}, tr: tr, fs: crashes(m, 0), index: n})
+			points = append(points, point{op: errorfs.Op{Path: "(end)"}, tr: tr.get(), fs: crashes(m, 0), index: n})
 			for _, p := range points {
 				for name, c := range p.fs {
 					if err := verifyState(c, p.tr); err != nil {
@@ -274,8 +312,8 @@ func TestCrashMatrix(t *testing.T) {
 // files (a clean open afterwards recovers everything).
 func TestRecoveryReadFaults(t *testing.T) {
 	m := vfs.NewMem()
-	var tr tracker
-	if err := runScript(m, scriptOpts[0].opts, &tr); err != nil {
+	var tr liveTracker
+	if err := runScript(m, scriptOpts[0].opts, false, &tr); err != nil {
 		t.Fatal(err)
 	}
 	count := errorfs.OnIndex(-1, errorfs.Reads, errorfs.Fault{})

@@ -184,6 +184,8 @@ type Log struct {
 
 	buf []byte
 
+	job *snapJob // the snapshot being written, if any (StartSnapshot); guarded by wmu
+
 	stop chan struct{}
 	done chan struct{}
 
@@ -293,17 +295,20 @@ func (l *Log) Err() error {
 }
 
 // check returns why the log cannot write, if it cannot.
+// The caller holds wmu.
 func (l *Log) check() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	closed, failed := l.closed, l.failed
+	l.mu.Unlock()
+	switch {
+	case closed:
 		return ErrClosed
-	}
-	if l.opts.ReadOnly {
+	case l.opts.ReadOnly:
 		return ErrReadOnly
-	}
-	if l.failed != nil {
-		return l.failed
+	case failed != nil:
+		// Reported now: Close need not report a snapshot's failure again.
+		l.finishSnapshot()
+		return failed
 	}
 	return nil
 }
@@ -483,16 +488,7 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if err := l.check(); err != nil {
-		return err
-	}
-	if height == 0 || height > l.last {
-		return fmt.Errorf("%w: snapshot at height %d, last height %d", ErrHeight, height, l.last)
-	}
-	if n := len(l.snaps); n > 0 && height <= l.snaps[n-1].height {
-		return fmt.Errorf("%w: snapshot at height %d, newest snapshot at %d", ErrHeight, height, l.snaps[n-1].height)
-	}
-	if err := l.syncActive(); err != nil {
+	if err := l.prepareSnapshot(height); err != nil {
 		return err
 	}
 	err := l.writeSnapshotFile(height, func(w io.Writer) error {
@@ -504,12 +500,63 @@ func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) err
 	if err != nil {
 		return err
 	}
+	l.addSnapshot(height)
+	return l.cleanup()
+}
+
+// StartSnapshot is WriteSnapshotFunc with the file written in the
+// background: fill runs on the calling goroutine, and StartSnapshot
+// returns once it has, while a goroutine of the log compresses, writes,
+// fsyncs and renames the file and then removes what the new snapshot makes
+// unneeded, as WriteSnapshotFunc does. Append goes on meanwhile. The
+// payload waits in memory for the writer (up to 512 MiB; past that, fill
+// waits for it), and is released as it is written.
+//
+// One snapshot is written at a time: StartSnapshot, WriteSnapshotFunc,
+// Truncate and Close first wait for the one in flight, and WaitSnapshot
+// waits for it alone. An error of fill's own fails the call, not the log,
+// and leaves no file. A filesystem failure in the background fails the
+// log: the next call returns the *FailedError (WaitSnapshot at once). The
+// blocks appended before stay durable, as the log was synced before fill
+// ran; SnapshotHeight and DurableHeight count the snapshot once its
+// directory entry is synced.
+func (l *Log) StartSnapshot(height uint64, fill func(w io.Writer) error) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	_, err := l.startSnapshot(height, fill)
+	return err
+}
+
+// WaitSnapshot waits until the snapshot that StartSnapshot began, if any,
+// is written, and returns the log's failure, if it has failed.
+func (l *Log) WaitSnapshot() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.finishSnapshot()
+	return l.Err()
+}
+
+// addSnapshot counts the snapshot at height, written and synced.
+func (l *Log) addSnapshot(height uint64) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
 	l.whole = append(l.whole, snapshotName(height))
 	l.durable = max(l.durable, height)
-	l.mu.Unlock()
-	return l.cleanup()
+}
+
+// checkSnapshotHeight refuses a snapshot that is not above the newest one
+// and at most the last height.
+func (l *Log) checkSnapshotHeight(height uint64) error {
+	if height == 0 || height > l.last {
+		return fmt.Errorf("%w: snapshot at height %d, last height %d", ErrHeight, height, l.last)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.snaps); n > 0 && height <= l.snaps[n-1].height {
+		return fmt.Errorf("%w: snapshot at height %d, newest snapshot at %d", ErrHeight, height, l.snaps[n-1].height)
+	}
+	return nil
 }
 
 // writeSnapshotFile writes the snapshot of the state after block height,
@@ -613,11 +660,18 @@ func (l *Log) cleanup() error {
 	return nil
 }
 
-// Close syncs the log (under every policy) and closes it. After a failure
-// it only closes, and returns nil.
+// Close waits for the snapshot in flight (StartSnapshot), syncs the log
+// (under every policy) and closes it. After a failure it only closes, and
+// returns nil; but a failure of the snapshot it waited for is returned,
+// as no call may have reported it yet.
 func (l *Log) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	var snapErr error
+	if j := l.job; j != nil {
+		l.finishSnapshot()
+		snapErr = j.err
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -650,6 +704,9 @@ func (l *Log) Close() error {
 	var fe *FailedError
 	if errors.As(err, &fe) {
 		return err
+	}
+	if errors.As(snapErr, &fe) {
+		return snapErr
 	}
 	return nil
 }

@@ -54,6 +54,13 @@ func (s *snapWriter) write(b []byte) {
 func (s *snapWriter) Write(p []byte) (int, error) {
 	n := 0
 	for s.err == nil && n < len(p) {
+		if len(s.chunk) == 0 && len(p)-n >= cap(s.chunk) {
+			// A whole chunk: framed from p, not copied first (StartSnapshot
+			// hands over whole chunks).
+			s.frameChunk(p[n : n+cap(s.chunk)])
+			n += cap(s.chunk)
+			continue
+		}
 		k := copy(s.chunk[len(s.chunk):cap(s.chunk)], p[n:])
 		s.chunk = s.chunk[:len(s.chunk)+k]
 		n += k
@@ -69,11 +76,16 @@ func (s *snapWriter) flush() {
 	if len(s.chunk) == 0 {
 		return
 	}
-	s.hasher.Write(s.chunk)
-	s.total += uint64(len(s.chunk))
-	s.frame = appendChunk(s.frame[:0], s.chunk, s.c, s.zenc)
-	s.write(s.frame)
+	s.frameChunk(s.chunk)
 	s.chunk = s.chunk[:0]
+}
+
+// frameChunk writes c as a chunk.
+func (s *snapWriter) frameChunk(c []byte) {
+	s.hasher.Write(c)
+	s.total += uint64(len(c))
+	s.frame = appendChunk(s.frame[:0], c, s.c, s.zenc)
+	s.write(s.frame)
 }
 
 // Close writes the last chunk and the end frame (it does not close w).

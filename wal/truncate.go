@@ -41,6 +41,7 @@ import (
 func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	l.finishSnapshot()
 	if err := l.check(); err != nil {
 		return err
 	}

@@ -1,0 +1,206 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/timerlane/timerlane/internal/vfs"
+	"github.com/timerlane/timerlane/internal/vfs/errorfs"
+)
+
+// fillWith is a StartSnapshot fill that writes b.
+func fillWith(b []byte) func(w io.Writer) error {
+	return func(w io.Writer) error { _, err := w.Write(b); return err }
+}
+
+// onSnapshotTemp injects fault, or runs hold, at the first operation of a
+// kind on the temporary file of the snapshot at height; every other
+// operation passes.
+func onSnapshotTemp(height uint64, kind errorfs.OpKind, fault errorfs.Fault, hold func()) errorfs.Injector {
+	done := false
+	return errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if done || op.Kind != kind || !strings.HasSuffix(op.Path, tempName(height)) {
+			return errorfs.Fault{}
+		}
+		done = true
+		if hold != nil {
+			hold()
+		}
+		return fault
+	})
+}
+
+// TestStartSnapshotGoesOnInBackground: StartSnapshot returns while the
+// snapshot's file is still being written (its fsync held here), blocks
+// are appended meanwhile, and once the file is in place the snapshot
+// counts: SnapshotHeight, cleanup of what it makes unneeded, and recovery
+// from it.
+func TestStartSnapshotGoesOnInBackground(t *testing.T) {
+	m := vfs.NewMem()
+	release, held := make(chan struct{}), make(chan struct{})
+	fsys := errorfs.Wrap(m, onSnapshotTemp(20, errorfs.OpSync, errorfs.Fault{}, func() {
+		close(held)
+		<-release
+	}))
+	l, _ := openCheck(t, fsys, "/wal", Options{SegmentSize: 900, RetainSnapshots: 1})
+	appendRange(t, l, 1, 20)
+	snapshot(t, l, 10)
+	segsBefore := len(segmentsIn(t, m, "/wal"))
+	if err := l.StartSnapshot(20, fillWith(stateFor(20))); err != nil {
+		t.Fatal(err)
+	}
+	<-held // the file is written; its fsync waits for release
+	appendRange(t, l, 21, 40)
+	if h := l.SnapshotHeight(); h != 10 {
+		t.Fatalf("SnapshotHeight %d before the snapshot at 20 is in place", h)
+	}
+	if l.LastHeight() != 40 || l.DurableHeight() != 40 {
+		t.Fatalf("last %d durable %d, want 40", l.LastHeight(), l.DurableHeight())
+	}
+	close(release)
+	if err := l.WaitSnapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if h := l.SnapshotHeight(); h != 20 {
+		t.Fatalf("SnapshotHeight %d after the wait, want 20", h)
+	}
+	if slices.Contains(listDir(t, m, "/wal"), snapshotName(10)) {
+		t.Fatal("the snapshot at 10 is still there: RetainSnapshots is 1")
+	}
+	if n := len(segmentsIn(t, m, "/wal")); n >= segsBefore+segsFor(t, m) {
+		t.Fatalf("%d segments, %d before: none removed", n, segsBefore)
+	}
+	if err := l.StartSnapshot(20, fillWith(stateFor(20))); !errors.Is(err, ErrHeight) {
+		t.Fatalf("a second snapshot at 20: %v, want ErrHeight", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{snap: 20, last: 40}) {
+		t.Fatalf("recovered %+v, want snapshot 20 and blocks to 40", got)
+	}
+}
+
+// segsFor is how many segments blocks 21-40 took: appended after the
+// count above, they are no evidence of removal.
+func segsFor(t *testing.T, m *vfs.MemFS) int {
+	n := 0
+	for _, name := range segmentsIn(t, m, "/wal") {
+		if h, _ := parseName(name, segSuffix); h > 20 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStartSnapshotSourceError: fill's own error fails StartSnapshot, not
+// the log, and leaves no file; the next snapshot at that height works.
+func TestStartSnapshotSourceError(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 3)
+	boom := errors.New("boom")
+	for _, size := range []int{0, 100, snapChunkSize, 3*snapChunkSize + 5} {
+		err := l.StartSnapshot(3, func(w io.Writer) error {
+			if _, err := w.Write(make([]byte, size)); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) || errors.Is(err, ErrFailed) {
+			t.Fatalf("after %d bytes: %v, want boom and not ErrFailed", size, err)
+		}
+		if names := listDir(t, m, "/wal"); slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, tmpSuffix) }) {
+			t.Fatalf("after %d bytes: a temporary file is left: %v", size, names)
+		}
+	}
+	appendRange(t, l, 4, 4)
+	if err := l.StartSnapshot(4, fillWith(stateFor(4))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{snap: 4, last: 4}) {
+		t.Fatalf("%+v", got)
+	}
+}
+
+// TestStartSnapshotFailure: a filesystem failure of the background write
+// fails the log and is reported once: by the first call after it
+// (WaitSnapshot, Append), or by Close if none came. If fill is still
+// running it stops with the failure. The blocks appended stay.
+func TestStartSnapshotFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		kind   errorfs.OpKind
+		report string // the call that reports the failure
+	}{
+		{"write/WaitSnapshot", errorfs.OpWrite, "wait"},
+		{"sync/Append", errorfs.OpSync, "append"},
+		{"rename/Close", errorfs.OpRename, "close"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			l, _ := openCheck(t, errorfs.Wrap(m, onSnapshotTemp(5, tc.kind, errorfs.Fault{Err: errorfs.EIO}, nil)), "/wal", Options{})
+			appendRange(t, l, 1, 5)
+			if err := l.StartSnapshot(5, fillWith(stateFor(5))); err != nil && !errors.Is(err, errorfs.EIO) {
+				t.Fatalf("StartSnapshot: %v", err)
+			}
+			var err error
+			switch tc.report {
+			case "wait":
+				err = l.WaitSnapshot()
+			case "append":
+				for l.Err() == nil { // the Append below must follow the failure
+					runtime.Gosched()
+				}
+				err = l.Append(6, bodyFor(6))
+			}
+			closeErr := l.Close()
+			if tc.report == "close" {
+				err, closeErr = closeErr, nil
+			}
+			if !errors.Is(err, ErrFailed) || !errors.Is(err, errorfs.EIO) {
+				t.Fatalf("%s returned %v, want the snapshot's failure", tc.report, err)
+			}
+			if closeErr != nil {
+				t.Fatalf("Close reported it again: %v", closeErr)
+			}
+			if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{last: 5}) {
+				t.Fatalf("recovered %+v, want blocks 1-5 and no snapshot", got)
+			}
+		})
+	}
+
+	// The writer fails while fill still runs: fill's next write fails, and
+	// StartSnapshot returns the log's failure.
+	m := vfs.NewMem()
+	l, _ := openCheck(t, errorfs.Wrap(m, onSnapshotTemp(5, errorfs.OpWrite, errorfs.Fault{Err: errorfs.ENOSPC}, nil)), "/wal", Options{})
+	appendRange(t, l, 1, 5)
+	chunk := bytes.Repeat([]byte{7}, snapChunkSize)
+	writes := 0
+	err := l.StartSnapshot(5, func(w io.Writer) error {
+		for ; writes < 1000; writes++ { // the writer takes a chunk and fails
+			if _, err := w.Write(chunk); err != nil {
+				return err
+			}
+			runtime.Gosched()
+		}
+		return nil
+	})
+	if writes == 1000 {
+		t.Fatal("fill went on to its end: the writer's failure did not stop it")
+	}
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, errorfs.ENOSPC) {
+		t.Fatalf("StartSnapshot: %v, want the writer's failure", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v (StartSnapshot reported the failure)", err)
+	}
+}
