@@ -154,12 +154,14 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Close closes the engine's log, if it has one. Afterwards every call
-// that would change the state (a block, a transaction, a rollback, a
-// system instruction) fails with ErrClosed, and a call on a Tx still held
-// with ErrTxClosed, as for any transaction that has ended; queries such as
-// Root and Pending still answer. Closing again does
-// nothing. A block left open is not committed.
+// Close closes the engine's log, if it has one, once the snapshot being
+// written in the background, if any, is on disk; a failure to sync the
+// log, or to write that snapshot if no Commit reported it, is returned
+// matching ErrLogFailed. Afterwards every call that would change the state
+// (a block, a transaction, a rollback, a system instruction) fails with
+// ErrClosed, and a call on a Tx still held with ErrTxClosed, as for any
+// transaction that has ended; queries such as Root and Pending still
+// answer. Closing again does nothing. A block left open is not committed.
 func (e *Engine) Close() error {
 	switch e.phase {
 	case phaseClosed:
@@ -173,7 +175,10 @@ func (e *Engine) Close() error {
 	}
 	err := e.dur.log.Close()
 	e.dur.failed = ErrLogFailed
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
+	}
+	return nil
 }
 
 // WaitSnapshot waits until the snapshot that a Commit began writing in

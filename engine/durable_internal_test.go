@@ -206,7 +206,8 @@ func durableFaults(t *testing.T, cfg Config) {
 // TestBackgroundSnapshotFailure: a snapshot whose write fails in the
 // background leaves the Commit that started it committed; the next Commit
 // fails with ErrLogFailed and the engine goes back to the block before it,
-// which is what reopening recovers.
+// which is what reopening recovers; with no Commit after it, Close
+// reports the failure.
 func TestBackgroundSnapshotFailure(t *testing.T) {
 	for _, kind := range []errorfs.OpKind{errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
 		t.Run(kind.String(), func(t *testing.T) {
@@ -238,6 +239,18 @@ func TestBackgroundSnapshotFailure(t *testing.T) {
 				require.NoError(t, block(h), "block %d", h)
 			}
 			root7 := e.Root()
+			if kind == errorfs.OpRename {
+				// No Commit after it: Close reports the failure.
+				err := e.Close()
+				require.ErrorIs(t, err, ErrLogFailed)
+				require.ErrorIs(t, err, errorfs.EIO)
+				c, err := openFS(mem, "db", cfg, quietLog)
+				require.NoError(t, err)
+				defer c.Close()
+				require.Equal(t, uint64(7), c.Height())
+				require.Equal(t, root7, c.Root())
+				return
+			}
 			// The write has failed by the time block 8 commits (a node's
 			// next Commit may come before it, and fail at a later one).
 			require.ErrorIs(t, e.dur.log.WaitSnapshot(), errorfs.EIO)
