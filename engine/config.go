@@ -54,13 +54,14 @@ type Config struct {
 	// SnapshotInline makes the Commit that writes a snapshot return once
 	// the snapshot is on disk. By default that Commit returns once the
 	// snapshot is encoded in memory, and the log compresses, writes and
-	// fsyncs it in the background while blocks go on (wal.StartSnapshot):
-	// less than half the pause at a million timers, for memory that holds
-	// the encoding (about 220 bytes per pending timer with the state
-	// root's tree) until it is written. A failure of that background write fails
-	// the next Commit with ErrLogFailed, as a failure to append its record
-	// would; the block that started the snapshot stays committed (its
-	// record was synced first). Close waits for the write.
+	// fsyncs it in the background while blocks go on
+	// (wal.Log.StartSnapshot): less than half the pause at a million
+	// timers, for memory that holds the encoding (about 220 bytes per
+	// pending timer with the state root's tree) until it is written. A
+	// failure of that background write fails the next Commit (or Rollback)
+	// with ErrLogFailed, as a failure to append a record would; the block
+	// that started the snapshot stays committed (its record was synced
+	// first). Close waits for the write.
 	SnapshotInline bool
 	// CheckEveryRoot makes Open check the root of every record it replays;
 	// by default it checks the last one's, which proves the state it

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -204,21 +205,28 @@ func durableFaults(t *testing.T, cfg Config) {
 }
 
 // TestBackgroundSnapshotFailure: a snapshot whose write fails in the
-// background leaves the Commit that started it committed; the next Commit
-// fails with ErrLogFailed and the engine goes back to the block before it,
-// which is what reopening recovers; with no Commit after it, Close
-// reports the failure.
+// background leaves the Commit that started it committed; the next Commit,
+// or a Rollback, fails with ErrLogFailed and the engine goes back to the
+// block before it, which is what reopening recovers; with no call after
+// it, Close reports the failure.
 func TestBackgroundSnapshotFailure(t *testing.T) {
-	for _, kind := range []errorfs.OpKind{errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
-		t.Run(kind.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		kind errorfs.OpKind // the operation on the snapshot's file that fails
+		then string         // the call that reports it
+	}{
+		{errorfs.OpCreate, "commit"},
+		{errorfs.OpWrite, "commit"},
+		{errorfs.OpSync, "rollback"},
+		{errorfs.OpRename, "close"},
+	} {
+		t.Run(tc.kind.String()+"/"+tc.then, func(t *testing.T) {
 			cfg := durableConfig(PolicyFIFO, [3]uint64{16, 8, 3})
 			cfg.StateRoot = true
 			mem := vfs.NewMem()
-			fired := false
+			var fired atomic.Bool
 			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
-				if !fired && op.Kind == kind && strings.HasSuffix(op.Path, ".snap.tmp") {
-					fired = true // the snapshot of block 7
-					return errorfs.Fault{Err: errorfs.EIO}
+				if op.Kind == tc.kind && strings.HasSuffix(op.Path, ".snap.tmp") && fired.CompareAndSwap(false, true) {
+					return errorfs.Fault{Err: errorfs.EIO} // the snapshot of block 7
 				}
 				return errorfs.Fault{}
 			})
@@ -235,32 +243,35 @@ func TestBackgroundSnapshotFailure(t *testing.T) {
 				require.NoError(t, err)
 				return e.Commit()
 			}
-			for h := uint64(1); h <= 7; h++ {
+			for h := uint64(1); h <= 6; h++ {
 				require.NoError(t, block(h), "block %d", h)
 			}
+			err = block(7)
 			root7 := e.Root()
-			if kind == errorfs.OpRename {
-				// No Commit after it: Close reports the failure.
-				err := e.Close()
-				require.ErrorIs(t, err, ErrLogFailed)
-				require.ErrorIs(t, err, errorfs.EIO)
-				c, err := openFS(mem, "db", cfg, quietLog)
-				require.NoError(t, err)
-				defer c.Close()
-				require.Equal(t, uint64(7), c.Height())
-				require.Equal(t, root7, c.Root())
-				return
+			switch {
+			case err != nil:
+				// The writer failed before the encoding ended (it may, at
+				// Create): the Commit that started it reports it.
+				require.Equal(t, errorfs.OpCreate, tc.kind, "only a failure before the payload can be this early")
+			case tc.then == "commit":
+				// The write has failed by the time block 8 commits (a
+				// node's next Commit may come before it, and fail at a
+				// later one).
+				require.ErrorIs(t, e.dur.log.WaitSnapshot(), errorfs.EIO)
+				err = block(8)
+			case tc.then == "rollback":
+				err = e.Rollback(5) // waits for the write
+			case tc.then == "close":
+				err = e.Close()
 			}
-			// The write has failed by the time block 8 commits (a node's
-			// next Commit may come before it, and fail at a later one).
-			require.ErrorIs(t, e.dur.log.WaitSnapshot(), errorfs.EIO)
-			err = block(8)
 			require.ErrorIs(t, err, ErrLogFailed)
 			require.ErrorIs(t, err, errorfs.EIO)
 			require.Equal(t, uint64(7), e.Height(), "back at the last durable block")
 			require.Equal(t, root7, e.Root())
-			require.ErrorIs(t, e.BeginBlock(8), ErrLogFailed)
-			require.NoError(t, e.Close())
+			if tc.then != "close" {
+				require.ErrorIs(t, e.BeginBlock(8), ErrLogFailed)
+				require.NoError(t, e.Close(), "reported already")
+			}
 			c, err := openFS(mem, "db", cfg, quietLog)
 			require.NoError(t, err)
 			defer c.Close()

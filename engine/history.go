@@ -305,6 +305,16 @@ func (e *Engine) Rollback(to uint64) error {
 		}
 	}
 	records := h.blocks.at(k).records
+	if e.dur != nil {
+		// A failure in the background (a snapshot's write) is reported
+		// before memory changes, as the next Commit would: back to the
+		// durable block.
+		if err := e.dur.log.WaitSnapshot(); err != nil {
+			e.dur.failed = err
+			e.undoUndurable()
+			return fmt.Errorf("%w: %w", ErrLogFailed, err)
+		}
+	}
 	if err := e.undoFrom(k); err != nil {
 		return err
 	}

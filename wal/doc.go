@@ -13,6 +13,7 @@
 //	    err = l.Append(height, body)                 // durable when it returns nil
 //	every N blocks:
 //	    err = l.WriteSnapshot(height, stateReader)   // old segments go
+//	    (or l.StartSnapshot(height, encode): the file is written in the background)
 //	on a reorg back to block h:
 //	    err = l.Truncate(h, writeStateAtH)           // blocks above h go; Append takes h+1
 //	err = l.Close()
@@ -33,8 +34,8 @@
 //     every block since the last. DurableHeight() says how far that got;
 //     Sync() forces a sync now. A failed background sync fails the log and
 //     the next call reports it.
-//   - SyncNone: no fsync but those of Sync, WriteSnapshot, segment rotation
-//     and Close.
+//   - SyncNone: no fsync but those of Sync, WriteSnapshot and
+//     StartSnapshot, segment rotation and Close.
 //
 // Directory entries are made durable too: the log's directory (and any
 // parent it creates) is fsynced after a segment or snapshot is created,
@@ -46,16 +47,17 @@
 // # Failures
 //
 // A filesystem error in Append, Sync, WriteSnapshot, Truncate (or a
-// background sync) puts the Log in a failed state: that call returns a *FailedError, which
-// matches ErrFailed and the filesystem's error (errors.Is(err,
-// syscall.ENOSPC)), and every later call returns it too, until the Log is
-// closed and reopened. The Log's heights stay at the last durable block
+// background sync, or a snapshot written in the background) puts the Log
+// in a failed state: that call (for a background failure, the next call;
+// Close if none came) returns a *FailedError, which matches ErrFailed and
+// the filesystem's error (errors.Is(err, syscall.ENOSPC)), and every later
+// call returns it too, until the Log is closed and reopened. The Log's heights stay at the last durable block
 // (LastHeight does not advance on a failed Append). The block whose Append
 // failed may or may not be in the files (its bytes may have reached the
 // disk before the fsync failed): the state to continue from is what a
 // fresh Open recovers, the block before or the failed block itself, never
 // anything else. Failing to read the caller's snapshot stream fails only
-// that WriteSnapshot.
+// that WriteSnapshot (or StartSnapshot).
 //
 // # Recovery
 //

@@ -185,6 +185,9 @@ type Log struct {
 	buf []byte
 
 	job *snapJob // the snapshot being written, if any (StartSnapshot); guarded by wmu
+	// failReported: a call has returned the log's failure (guarded by wmu),
+	// so Close need not return a background snapshot's failure again.
+	failReported bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -308,9 +311,17 @@ func (l *Log) check() error {
 	case failed != nil:
 		// Reported now: Close need not report a snapshot's failure again.
 		l.finishSnapshot()
+		l.failReported = true
 		return failed
 	}
 	return nil
+}
+
+// noteReported records that a call under wmu returns the log's failure.
+func (l *Log) noteReported(err *error) {
+	if errors.Is(*err, ErrFailed) {
+		l.failReported = true
+	}
 }
 
 // fail puts the log in the failed state (keeping the first failure) and
@@ -336,9 +347,10 @@ func (l *Log) fail(op string, err error) error {
 // further writes, and the state to continue from is the one a fresh Open
 // recovers (the last block of the log, which is this block or the one
 // before it).
-func (l *Log) Append(height uint64, body []byte) error {
+func (l *Log) Append(height uint64, body []byte) (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	defer l.noteReported(&err)
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -378,9 +390,10 @@ func (l *Log) Append(height uint64, body []byte) error {
 }
 
 // Sync makes every block appended so far durable.
-func (l *Log) Sync() error {
+func (l *Log) Sync() (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	defer l.noteReported(&err)
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -491,7 +504,7 @@ func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) err
 	if err := l.prepareSnapshot(height); err != nil {
 		return err
 	}
-	err := l.writeSnapshotFile(height, func(w io.Writer) error {
+	err := l.writeSnapshotFile(height, l.zenc, func(w io.Writer) error {
 		if err := fill(w); err != nil {
 			return &sourceError{err}
 		}
@@ -560,18 +573,18 @@ func (l *Log) checkSnapshotHeight(height uint64) error {
 }
 
 // writeSnapshotFile writes the snapshot of the state after block height,
-// whose payload fill writes: to a temporary file, fsynced, then renamed
+// whose payload fill writes (compressed with zenc under CompressZstd): to a temporary file, fsynced, then renamed
 // into place and the directory fsynced, so that a crash leaves either a
 // whole snapshot at height or none. An error of fill's own (not the
 // file's) fails only this call, and the temporary file goes; a filesystem
 // error fails the log.
-func (l *Log) writeSnapshotFile(height uint64, fill func(w io.Writer) error) error {
+func (l *Log) writeSnapshotFile(height uint64, zenc *zstd.Encoder, fill func(w io.Writer) error) error {
 	tmp := l.path(tempName(height))
 	f, err := l.fs.Create(tmp)
 	if err != nil {
 		return l.fail("snapshot", err)
 	}
-	sw := newSnapWriter(f, height, l.opts.Compression, l.zenc, snapChunkSize)
+	sw := newSnapWriter(f, height, l.opts.Compression, zenc, snapChunkSize)
 	err = fill(sw)
 	if err == nil {
 		err = sw.Close()
@@ -705,7 +718,7 @@ func (l *Log) Close() error {
 	if errors.As(err, &fe) {
 		return err
 	}
-	if errors.As(snapErr, &fe) {
+	if errors.As(snapErr, &fe) && !l.failReported {
 		return snapErr
 	}
 	return nil

@@ -42,7 +42,14 @@ func newSnapJob(height uint64) *snapJob {
 // makes unneeded (cleanup); it is the job's goroutine.
 func (l *Log) run(j *snapJob) {
 	defer close(j.done)
-	err := l.writeSnapshotFile(j.height, func(w io.Writer) error {
+	// An encoder of its own: the log's compresses one body at a time, and
+	// Append would wait while it compresses a chunk here.
+	zenc := l.zenc
+	if zenc != nil {
+		zenc = newZstdEncoder()
+		defer zenc.Close()
+	}
+	err := l.writeSnapshotFile(j.height, zenc, func(w io.Writer) error {
 		for c := range j.chunks {
 			if _, err := w.Write(c); err != nil {
 				j.failed.Store(true)
@@ -57,6 +64,13 @@ func (l *Log) run(j *snapJob) {
 		}
 		return j.srcErr
 	})
+	if err != nil {
+		// The file may have failed before its payload was read (Create):
+		// stop the encoder, and never let it wait on a dead writer.
+		j.failed.Store(true)
+		for range j.chunks {
+		}
+	}
 	if err == nil {
 		l.addSnapshot(j.height)
 		err = l.cleanup()
@@ -111,6 +125,9 @@ func (f *snapFeeder) end(err error) {
 // job's result says why, and it is what the caller gets.
 var errWriterFailed = errors.New("wal: the snapshot's writer failed")
 
+// errFillPanicked ends the payload of a snapshot whose fill panicked.
+var errFillPanicked = errors.New("wal: the snapshot's fill panicked")
+
 // startSnapshot checks a snapshot at height, syncs the log, starts its job
 // and runs fill on the calling goroutine. When it returns nil the job may
 // still be running. The caller holds wmu.
@@ -122,7 +139,15 @@ func (l *Log) startSnapshot(height uint64, fill func(w io.Writer) error) (*snapJ
 	l.job = j
 	go l.run(j)
 	f := &snapFeeder{j: j}
+	ended := false
+	defer func() {
+		if !ended { // fill panicked: end the payload so that the job ends
+			f.end(errFillPanicked)
+			l.finishSnapshot()
+		}
+	}()
 	err := fill(f)
+	ended = true
 	f.end(err)
 	if err != nil {
 		l.finishSnapshot()

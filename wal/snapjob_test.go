@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -134,7 +135,8 @@ func TestStartSnapshotSourceError(t *testing.T) {
 // TestStartSnapshotFailure: a filesystem failure of the background write
 // fails the log and is reported once: by the first call after it
 // (WaitSnapshot, Append), or by Close if none came. If fill is still
-// running it stops with the failure. The blocks appended stay.
+// running it stops with the failure, also when the file could not even be
+// created. The blocks appended stay.
 func TestStartSnapshotFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -202,5 +204,110 @@ func TestStartSnapshotFailure(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close: %v (StartSnapshot reported the failure)", err)
+	}
+}
+
+// TestStartSnapshotCreateFailure: the snapshot's file cannot even be
+// created: fill stops at its next write (it once went on, and past 512
+// queued chunks waited for good on a writer that had given up), and
+// StartSnapshot returns the failure.
+func TestStartSnapshotCreateFailure(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, errorfs.Wrap(m, onSnapshotTemp(5, errorfs.OpCreate, errorfs.Fault{Err: errorfs.EIO}, nil)), "/wal", Options{})
+	appendRange(t, l, 1, 5)
+	chunk := make([]byte, snapChunkSize)
+	const most = snapQueueChunks + 8
+	writes := 0
+	err := l.StartSnapshot(5, func(w io.Writer) error {
+		for ; writes < most; writes++ {
+			if _, err := w.Write(chunk); err != nil {
+				return err
+			}
+			if l.Err() != nil {
+				runtime.Gosched() // let the writer drain
+			}
+		}
+		return nil
+	})
+	if writes == most {
+		t.Fatal("fill went on to its end: the failure to create the file did not stop it")
+	}
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, errorfs.EIO) {
+		t.Fatalf("StartSnapshot: %v, want the failure to create the file", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v (StartSnapshot reported the failure)", err)
+	}
+	if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{last: 5}) {
+		t.Fatalf("recovered %+v, want blocks 1-5 and no snapshot", got)
+	}
+}
+
+// TestStartSnapshotFillPanics: a panic in fill goes on up, after the
+// write in the background has ended and its file is gone; the log is not
+// failed and goes on (it once waited for good on the job).
+func TestStartSnapshotFillPanics(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 5)
+	func() {
+		defer func() {
+			if r := recover(); r != "encoder bug" {
+				t.Fatalf("recovered %v, want the fill's panic", r)
+			}
+		}()
+		l.StartSnapshot(5, func(w io.Writer) error {
+			w.Write(make([]byte, 3*snapChunkSize))
+			panic("encoder bug")
+		})
+	}()
+	if names := listDir(t, m, "/wal"); slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, tmpSuffix) }) {
+		t.Fatalf("a temporary file is left: %v", names)
+	}
+	appendRange(t, l, 6, 6)
+	if err := l.StartSnapshot(6, fillWith(stateFor(6))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{snap: 6, last: 6}) {
+		t.Fatalf("%+v", got)
+	}
+}
+
+// TestStartSnapshotFailureDuringAppend: the background write fails while
+// an Append is past its first check: that Append reports the failure,
+// and Close does not report it again.
+func TestStartSnapshotFailureDuringAppend(t *testing.T) {
+	m := vfs.NewMem()
+	var l *Log
+	var armed atomic.Bool
+	appending := make(chan struct{})
+	inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		switch {
+		case op.Kind == errorfs.OpCreate && strings.HasSuffix(op.Path, tempName(5)):
+			<-appending // the job starts once Append 6 is past its check
+		case op.Kind == errorfs.OpWrite && strings.HasSuffix(op.Path, tempName(5)):
+			return errorfs.Fault{Err: errorfs.EIO}
+		case op.Kind == errorfs.OpWrite && strings.HasSuffix(op.Path, segSuffix) && armed.CompareAndSwap(true, false):
+			close(appending)
+			for l.Err() == nil { // the job fails while Append 6 writes
+				runtime.Gosched()
+			}
+		}
+		return errorfs.Fault{}
+	})
+	l, _ = openCheck(t, errorfs.Wrap(m, inj), "/wal", Options{})
+	appendRange(t, l, 1, 5)
+	armed.Store(true)
+	if err := l.StartSnapshot(5, fillWith(stateFor(5))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(6, bodyFor(6)); !errors.Is(err, ErrFailed) || !errors.Is(err, errorfs.EIO) {
+		t.Fatalf("Append: %v, want the snapshot's failure", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close reported the failure again: %v", err)
 	}
 }

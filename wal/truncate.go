@@ -101,7 +101,7 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	}
 
 	if need {
-		if err := l.writeSnapshotFile(height, snapshot); err != nil {
+		if err := l.writeSnapshotFile(height, l.zenc, snapshot); err != nil {
 			return err
 		}
 	}
