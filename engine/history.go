@@ -424,7 +424,10 @@ func (e *Engine) requeue() {
 	e.q = q
 	e.lane.deferred, e.lane.reasons = e.lane.deferred[:0], e.lane.reasons[:0]
 	q.Bulk()
-	for _, i := range pending {
+	for k, i := range pending {
+		if k+ahead < len(pending) { // in seq order, the records lie at random
+			e.prefetchRec(pending[k+ahead])
+		}
 		e.recs.At(i).at = 0
 		e.place(i)
 	}

@@ -121,8 +121,16 @@ func (e *Engine) pendingBySeq() []uint32 {
 	// sequences differ in their low three bytes only.
 	pairs := make([]radix.Item, 0, e.pending)
 	e.ids.each(func(s uint64) {
-		pairs = append(pairs, radix.Item{Key: e.recs.At(uint32(s)).seq, Pos: uint32(s)})
+		pairs = append(pairs, radix.Item{Pos: uint32(s)})
 	})
+	// The records come in the index's order, at random: their loads start
+	// takeAhead timers early, so that many misses are under way at once.
+	for k := range pairs {
+		if k+takeAhead < len(pairs) {
+			e.prefetchRec(pairs[k+takeAhead].Pos)
+		}
+		pairs[k].Key = e.recs.At(pairs[k].Pos).seq
+	}
 	pairs, _ = radix.Sort(pairs, nil, radix.Diff(pairs))
 	out := make([]uint32, len(pairs))
 	for k, p := range pairs {
