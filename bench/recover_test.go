@@ -217,3 +217,39 @@ func snapshotCommit(b *testing.B, n int, inline bool) {
 		b.ReportMetric(bg.Seconds()*1000/float64(b.N), "bg-ms/op")
 	}
 }
+
+// BenchmarkSnapshotEncode: one op is WriteSnapshot of the steady load's
+// state (`pending` timers after blocks of schedules and fires, so that
+// their records lie at random in insertion order) into a writer that
+// keeps nothing: the encoding, which is what remains of the pause of a
+// Commit that writes a snapshot in the background.
+func BenchmarkSnapshotEncode(b *testing.B) {
+	for _, n := range pendingSizes {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			s := newSteady(b, n, nil)
+			s.fill()
+			if _, err := s.e.EndBlock(nop); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.e.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			var w countingWriter
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.e.WriteSnapshot(&w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(w.n)/float64(b.N), "bytes/op")
+		})
+	}
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}

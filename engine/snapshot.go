@@ -66,7 +66,10 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	if _, err := bw.Write(buf); err != nil {
 		return err
 	}
-	for _, i := range order {
+	for k, i := range order {
+		if k+ahead < len(order) { // in seq order, the records lie at random
+			e.prefetchRec(order[k+ahead])
+		}
 		buf = e.appendTimerEntry(buf[:0], i)
 		if _, err := bw.Write(buf); err != nil {
 			return err
