@@ -309,15 +309,17 @@ func (l *Log) check() error {
 	case l.opts.ReadOnly:
 		return ErrReadOnly
 	case failed != nil:
-		// Reported now: Close need not report a snapshot's failure again.
+		// Reported now: the job is done with, and Close does not report
+		// its failure again.
 		l.finishSnapshot()
-		l.failReported = true
 		return failed
 	}
 	return nil
 }
 
-// noteReported records that a call under wmu returns the log's failure.
+// noteReported records that a call under wmu returns the log's failure
+// (a snapshot's in the background may reach Append through its sync,
+// past check, with the job not yet done with).
 func (l *Log) noteReported(err *error) {
 	if errors.Is(*err, ErrFailed) {
 		l.failReported = true
@@ -573,9 +575,10 @@ func (l *Log) checkSnapshotHeight(height uint64) error {
 }
 
 // writeSnapshotFile writes the snapshot of the state after block height,
-// whose payload fill writes (compressed with zenc under CompressZstd): to a temporary file, fsynced, then renamed
-// into place and the directory fsynced, so that a crash leaves either a
-// whole snapshot at height or none. An error of fill's own (not the
+// whose payload fill writes (compressed with zenc under CompressZstd): to
+// a temporary file, fsynced, then renamed into place and the directory
+// fsynced, so that a crash leaves either a whole snapshot at height or
+// none. An error of fill's own (not the
 // file's) fails only this call, and the temporary file goes; a filesystem
 // error fails the log.
 func (l *Log) writeSnapshotFile(height uint64, zenc *zstd.Encoder, fill func(w io.Writer) error) error {
@@ -675,8 +678,8 @@ func (l *Log) cleanup() error {
 
 // Close waits for the snapshot in flight (StartSnapshot), syncs the log
 // (under every policy) and closes it. After a failure it only closes, and
-// returns nil; but a failure of the snapshot it waited for is returned,
-// as no call may have reported it yet.
+// returns nil; but a failure of the snapshot it waited for is returned
+// unless a call has reported it.
 func (l *Log) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
