@@ -52,10 +52,7 @@ func (l *Log) run(j *snapJob) {
 	err := l.writeSnapshotFile(j.height, zenc, func(w io.Writer) error {
 		for c := range j.chunks {
 			if _, err := w.Write(c); err != nil {
-				j.failed.Store(true)
-				for range j.chunks { // the encoder must never wait on a dead writer
-				}
-				return err
+				return err // the rest is drained below
 			}
 			select {
 			case j.free <- c[:0]:
@@ -65,13 +62,12 @@ func (l *Log) run(j *snapJob) {
 		return j.srcErr
 	})
 	if err != nil {
-		// The file may have failed before its payload was read (Create):
-		// stop the encoder, and never let it wait on a dead writer.
+		// Stop the encoder, and never let it wait on a dead writer (which
+		// may have failed before it read anything: at Create).
 		j.failed.Store(true)
 		for range j.chunks {
 		}
-	}
-	if err == nil {
+	} else {
 		l.addSnapshot(j.height)
 		err = l.cleanup()
 	}
