@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -88,4 +89,59 @@ func TestSnapshotDamage(t *testing.T) {
 	_, err = Restore(other, bytes.NewReader(snap))
 	require.ErrorIs(t, err, ErrSnapshot)
 	require.ErrorContains(t, err, "another configuration")
+}
+
+// TestPendingBySeq: the pending timers in insertion order, whatever the
+// span of their sequences: the packed sort for spans of up to 32 bits
+// (the digits of 11 bits full or not), the sort of items beyond. The
+// sequences are set by hand (a span of 2^40 takes 2^40 schedules).
+func TestPendingBySeq(t *testing.T) {
+	for _, span := range []uint{1, 2, 10, 11, 12, 21, 22, 23, 31, 32, 33, 40, 63, 64} {
+		t.Run(fmt.Sprint(span), func(t *testing.T) {
+			e, err := New(DefaultConfig())
+			require.NoError(t, err)
+			require.NoError(t, e.BeginBlock(1))
+			tx, err := e.Begin(Address{1}, 1)
+			require.NoError(t, err)
+			const n = 500
+			for k := range n {
+				_, _, err := tx.Schedule(uint64(2+k%7), []byte{byte(k), byte(k >> 8)})
+				require.NoError(t, err)
+			}
+			require.NoError(t, tx.Commit())
+			// Distinct sequences within [base, base+2^span), the ends
+			// included, given to the records in a random order.
+			r := rand.New(rand.NewPCG(uint64(span), 3))
+			base := r.Uint64() >> 1
+			max := ^uint64(0) >> (64 - span)
+			seen := map[uint64]bool{0: true, max: true}
+			seqs := []uint64{0, max}
+			for len(seqs) < n && uint64(len(seqs)) <= max {
+				if v := r.Uint64() & max; !seen[v] {
+					seen[v] = true
+					seqs = append(seqs, v)
+				}
+			}
+			var recs []uint32
+			e.ids.each(func(s uint64) { recs = append(recs, uint32(s)) })
+			r.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })
+			want := map[uint64]uint32{}
+			for k, i := range recs {
+				if k < len(seqs) {
+					e.recs.At(i).seq = base + seqs[k]
+				} else {
+					e.recs.At(i).seq = base + max + 1 + uint64(k) // only for spans too small to give each its own
+				}
+				want[e.recs.At(i).seq] = i
+			}
+			got := e.pendingBySeq()
+			require.Len(t, got, len(recs))
+			for k := 1; k < len(got); k++ {
+				require.Less(t, e.recs.At(got[k-1]).seq, e.recs.At(got[k]).seq, "position %d", k)
+			}
+			for _, i := range got {
+				require.Equal(t, i, want[e.recs.At(i).seq])
+			}
+		})
+	}
 }
