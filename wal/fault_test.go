@@ -130,9 +130,11 @@ var scriptOpts = []struct {
 // verifyState opens what survived and checks that it is the state after a
 // block between the last acknowledged one and the last attempted, exactly
 // (snapshot payload and every record); then that the log goes on: three
-// more blocks, closed, reopened.
-func verifyState(fsys vfs.FS, tr tracker) error {
-	l, err := Open(fsys, "/wal", Options{Logf: quiet})
+// more blocks, closed, reopened. It opens the log with opts (those it was
+// written with, or the defaults), quiet.
+func verifyState(fsys vfs.FS, opts Options, tr tracker) error {
+	opts.Logf = quiet
+	l, err := Open(fsys, "/wal", opts)
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
 	}
@@ -154,7 +156,7 @@ func verifyState(fsys vfs.FS, tr tracker) error {
 	if err := l.Close(); err != nil {
 		return err
 	}
-	l, err = Open(fsys, "/wal", Options{Logf: quiet})
+	l, err = Open(fsys, "/wal", opts)
 	if err != nil {
 		return fmt.Errorf("second reopen: %w", err)
 	}
@@ -241,11 +243,11 @@ func TestFaultMatrix(t *testing.T) {
 						t.Fatalf("point %d (%v): error %v does not name the fault", i, op, err)
 					}
 					failed++
-					if err := verifyState(m.Clone(), tr); err != nil {
+					if err := verifyState(m.Clone(), Options{}, tr); err != nil {
 						t.Fatalf("point %d (%v), run failed with %v; as left: %v\n%s", i, op, err, err, m)
 					}
 					for name, c := range crashes(m, uint64(i)) {
-						if err := verifyState(c, tr); err != nil {
+						if err := verifyState(c, Options{}, tr); err != nil {
 							t.Fatalf("point %d (%v), run failed with %v; after a crash (%s): %v\n%s", i, op, err, name, err, m)
 						}
 					}
@@ -296,7 +298,7 @@ func TestCrashMatrix(t *testing.T) {
 			points = append(points, point{op: errorfs.Op{Path: "(end)"}, tr: tr.get(), fs: crashes(m, 0), index: n})
 			for _, p := range points {
 				for name, c := range p.fs {
-					if err := verifyState(c, p.tr); err != nil {
+					if err := verifyState(c, Options{}, p.tr); err != nil {
 						t.Fatalf("crash before op %d (%v), %s: %v", p.index, p.op, name, err)
 					}
 				}
