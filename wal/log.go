@@ -538,8 +538,7 @@ func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) err
 func (l *Log) StartSnapshot(height uint64, fill func(w io.Writer) error) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	_, err := l.startSnapshot(height, fill)
-	return err
+	return l.startSnapshot(height, fill)
 }
 
 // WaitSnapshot waits until the snapshot that StartSnapshot began, if any,
