@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
 // An image is a tree with every hash it caches, so that a restart can load
@@ -58,6 +61,11 @@ func (t *Tree) WriteImage(w io.Writer) error {
 			return err
 		}
 		n := t.inner(r)
+		// In key order the nodes lie at random in their chunks: the right
+		// child's load starts now, and ends while the left subtree is
+		// written.
+		t.prefetchNode(n.child[0])
+		t.prefetchNode(n.child[1])
 		buf[0], buf[1] = 0, n.bit
 		copy(buf[2:34], n.hash[0][:])
 		copy(buf[34:innerLen], n.hash[1][:])
@@ -184,5 +192,14 @@ func (d *imageReader) node(minBit int) (ref, error) {
 		return r, nil
 	default:
 		return 0, fmt.Errorf("%w: node tag %d", ErrImage, tag)
+	}
+}
+
+// prefetchNode starts loading node r.
+func (t *Tree) prefetchNode(r ref) {
+	if r&leafBit != 0 {
+		prefetch.Line(unsafe.Pointer(t.leaf(r)))
+	} else {
+		prefetch.Line(unsafe.Pointer(t.inner(r)))
 	}
 }
