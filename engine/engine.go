@@ -491,11 +491,15 @@ func (e *Engine) Commit() error {
 	}
 	e.phase = phaseIdle
 	e.trimHist()
-	if r := e.root; r != nil && len(r.dirty) > 2*e.pending+dirtyFree {
+	if r := e.root; r != nil && len(r.dirty) > e.dirtyBound() {
 		// An embedder that never asks for the root would otherwise keep 32
-		// bytes for every change since the engine started; hashing them now
-		// is the work the next Root would do, so it costs nothing extra.
-		e.flushRoot()
+		// bytes for every change since the engine started. Hashing them now
+		// is mostly work the next Root would do: only a timer changed again
+		// before that Root is hashed twice. The list is kept if it is not
+		// far beyond the bound: it grows back to it by the next flush, and
+		// an embedder that never asks for the root would otherwise allocate
+		// it anew every time.
+		e.flushRoot(2 * e.dirtyBound())
 	}
 	if e.dur != nil {
 		if err := e.logBlock(); err != nil {

@@ -63,6 +63,10 @@ func (s *stateRoot) hash(b []byte) [32]byte {
 // Commit): the list stays proportional to the state, not to its history.
 const dirtyFree = 1 << 16
 
+// dirtyBound is the length of the list of unhashed changes beyond which
+// Commit hashes them.
+func (e *Engine) dirtyBound() int { return 2*e.pending + dirtyFree }
+
 // touch notes that timer id changed (added, removed or updated).
 func (e *Engine) touch(id *TimerID) {
 	if e.root != nil {
@@ -91,7 +95,7 @@ func (e *Engine) Root() [32]byte {
 	if e.root == nil {
 		return [32]byte{}
 	}
-	e.flushRoot()
+	e.flushRoot(rootKeep)
 	return e.root.tree.Root()
 }
 
@@ -136,7 +140,7 @@ func (e *Engine) Prove(id TimerID) (proof merkle.Proof, value [32]byte, pending 
 	if e.root == nil {
 		return merkle.Proof{}, value, false
 	}
-	e.flushRoot()
+	e.flushRoot(rootKeep)
 	e.root.tree.Root()
 	if _, timer := e.ids.get(&id); timer {
 		value, pending = e.root.tree.Get(id)
@@ -152,8 +156,13 @@ func keccak(b []byte) [32]byte {
 	return k
 }
 
-// flushRoot brings the tree up to the current state.
-func (e *Engine) flushRoot() {
+// rootKeep is the capacity of the list of changes that a flush for Root
+// keeps: blocks of up to 65,536 changes reuse it.
+const rootKeep = 1 << 16
+
+// flushRoot brings the tree up to the current state, keeping the list of
+// changes for reuse if its capacity is at most keep.
+func (e *Engine) flushRoot(keep int) {
 	s := e.root
 	// In the order of the ids' first 8 bytes, consecutive changes share
 	// the upper part of their paths, which then stays in cache, and a
@@ -177,8 +186,8 @@ func (e *Engine) flushRoot() {
 	}
 	s.order = order[:0]
 	// A bulk load (a million timers in a block) must not leave 32 MB
-	// behind; blocks of up to 65,536 changes reuse the list.
-	if cap(s.dirty) > 1<<16 {
+	// behind; a list of up to keep changes is reused.
+	if cap(s.dirty) > keep {
 		s.dirty, s.order, s.spare = nil, nil, nil
 	} else {
 		s.dirty = s.dirty[:0]
