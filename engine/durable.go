@@ -182,15 +182,27 @@ func (e *Engine) Close() error {
 }
 
 // WaitSnapshot waits until the snapshot that a Commit began writing in
-// the background (Config.SnapshotInline off) is on disk, and returns an
-// error matching ErrLogFailed if writing it failed (the next Commit would
-// report it). It returns nil at once when no snapshot is being written or
-// the engine has no log.
+// the background (Config.SnapshotInline off) is on disk. It returns nil at
+// once when no snapshot is being written or the engine has no log,
+// ErrClosed once the engine is closed, and ErrLogFailed once its log has
+// failed (reported already). If writing the snapshot failed, it
+// returns an error matching ErrLogFailed; between blocks, the engine then
+// refuses blocks and returns to the last durable block, as Commit does on
+// the failure it would otherwise report; in a block, that Commit reports it.
 func (e *Engine) WaitSnapshot() error {
+	if e.phase == phaseClosed {
+		return ErrClosed
+	}
 	if e.dur == nil || e.dur.readOnly {
 		return nil
 	}
+	if e.dur.failed != nil {
+		return ErrLogFailed
+	}
 	if err := e.dur.log.WaitSnapshot(); err != nil {
+		if e.phase == phaseIdle {
+			return e.failLog(err)
+		}
 		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
 	return nil

@@ -218,6 +218,8 @@ func TestBackgroundSnapshotFailure(t *testing.T) {
 		{errorfs.OpWrite, "commit"},
 		{errorfs.OpSync, "rollback"},
 		{errorfs.OpRename, "close"},
+		{errorfs.OpWrite, "wait"},
+		{errorfs.OpSync, "wait in block"},
 	} {
 		t.Run(tc.kind.String()+"/"+tc.then, func(t *testing.T) {
 			cfg := durableConfig(PolicyFIFO, [3]uint64{16, 8, 3})
@@ -263,6 +265,16 @@ func TestBackgroundSnapshotFailure(t *testing.T) {
 				err = e.Rollback(5) // waits for the write
 			case tc.then == "close":
 				err = e.Close()
+			case tc.then == "wait":
+				err = e.WaitSnapshot()
+			case tc.then == "wait in block":
+				require.NoError(t, e.BeginBlock(8))
+				werr := e.WaitSnapshot()
+				require.ErrorIs(t, werr, ErrLogFailed)
+				require.ErrorIs(t, werr, errorfs.EIO)
+				_, err = e.EndBlock(nopExec{})
+				require.NoError(t, err, "the block goes on: its Commit reports the failure")
+				err = e.Commit()
 			}
 			require.ErrorIs(t, err, ErrLogFailed)
 			require.ErrorIs(t, err, errorfs.EIO)
@@ -270,8 +282,10 @@ func TestBackgroundSnapshotFailure(t *testing.T) {
 			require.Equal(t, root7, e.Root())
 			if tc.then != "close" {
 				require.ErrorIs(t, e.BeginBlock(8), ErrLogFailed)
+				require.ErrorIs(t, e.WaitSnapshot(), ErrLogFailed)
 				require.NoError(t, e.Close(), "reported already")
 			}
+			require.ErrorIs(t, e.WaitSnapshot(), ErrClosed)
 			c, err := openFS(mem, "db", cfg, quietLog)
 			require.NoError(t, err)
 			defer c.Close()

@@ -503,9 +503,7 @@ func (e *Engine) Commit() error {
 	}
 	if e.dur != nil {
 		if err := e.logBlock(); err != nil {
-			e.dur.failed = err
-			e.undoUndurable()
-			return fmt.Errorf("%w: %w", ErrLogFailed, err)
+			return e.failLog(err)
 		}
 	}
 	return nil

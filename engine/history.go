@@ -310,9 +310,7 @@ func (e *Engine) Rollback(to uint64) error {
 		// before memory changes, as the next Commit would: back to the
 		// durable block.
 		if err := e.dur.log.WaitSnapshot(); err != nil {
-			e.dur.failed = err
-			e.undoUndurable()
-			return fmt.Errorf("%w: %w", ErrLogFailed, err)
+			return e.failLog(err)
 		}
 	}
 	if err := e.undoFrom(k); err != nil {
@@ -346,6 +344,15 @@ func (e *Engine) undoFrom(k int) error {
 	}
 	e.requeue()
 	return nil
+}
+
+// failLog, between blocks, makes the engine refuse blocks after its log
+// failed with err, takes its memory back to the last durable block
+// (undoUndurable) and returns the error that reports it.
+func (e *Engine) failLog(err error) error {
+	e.dur.failed = err
+	e.undoUndurable()
+	return fmt.Errorf("%w: %w", ErrLogFailed, err)
 }
 
 // undoUndurable, after the log failed to take a block, takes the engine's
