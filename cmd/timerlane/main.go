@@ -91,13 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 const replayUsage = "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n"
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, replayUsage)
-		return 0
-	}
-	if len(args) != 1 {
-		fmt.Fprint(stderr, replayUsage)
-		return 2
+	if len(args) != 1 || isHelp(args[0]) {
+		return usageOf(args, 0, replayUsage, stdout, stderr)
 	}
 	var in io.Reader = os.Stdin
 	if args[0] != "-" {

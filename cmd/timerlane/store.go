@@ -218,9 +218,10 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 		return usageOf(args, 0, walUsage, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] != "repair" {
-		fmt.Fprintf(stderr, "timerlane wal: unknown command %q\n\n", args[0])
+		fmt.Fprintf(stderr, "timerlane wal: unknown command %q\n\n%s", args[0], walUsage)
+		return 2
 	}
-	if len(args) != 2 || args[0] != "repair" || isHelp(args[1]) {
+	if len(args) != 2 || isHelp(args[1]) {
 		return usageOf(args, 1, walUsage, stdout, stderr)
 	}
 	if err := logDir(args[1]); err != nil { // Repair would create it

@@ -124,9 +124,16 @@ func TestDirArguments(t *testing.T) {
 		require.Empty(t, stdout, "%q", args)
 		require.Contains(t, stderr, "usage: timerlane "+args[0], "%q", args)
 	}
-	code, _, stderr := cli("wal", "fix", junk)
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, `unknown command "fix"`)
+	for _, args := range [][]string{{"wal", "fix", junk}, {"wal", "fix", "--help"}} {
+		code, stdout, stderr := cli(args...)
+		require.Equal(t, 2, code, "%q", args)
+		require.Empty(t, stdout, "%q", args)
+		require.Contains(t, stderr, `unknown command "fix"`, "%q", args)
+		require.Contains(t, stderr, "usage: timerlane wal", "%q", args)
+	}
+	code, _, stderr := cli("replay", "-h", "extra")
+	require.Equal(t, 0, code, "asked for, as by every command")
+	require.Empty(t, stderr)
 	code, _, stderr = cli("demo", "--timers", "100", "--quiet", "--dir", junk)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "000001.wal")

@@ -67,10 +67,11 @@ func cleanErr(err error, raw []byte) error {
 	}
 	// encoding/json names the first byte of a multi-byte character as a
 	// character of its own ('Â' for a no-break space, U+00A0): name the
-	// character. JSON allows no byte >= 0x80 outside a string, so the
-	// first such byte is the one the decoder refused.
+	// character. The text before the refused byte is valid JSON, which
+	// allows no byte >= 0x80 outside a string, so the first such byte is
+	// the refused one, if the refused one is such a byte.
 	var se *json.SyntaxError
-	if errors.As(err, &se) && strings.HasPrefix(se.Error(), "invalid character") {
+	if errors.As(err, &se) && refusedNonASCII(se.Error()) {
 		if at := nonASCIIOutsideString(raw); at >= 0 {
 			r, _ := utf8.DecodeRune(raw[at:])
 			if r == utf8.RuneError {
@@ -80,6 +81,17 @@ func cleanErr(err error, raw []byte) error {
 		}
 	}
 	return err
+}
+
+// refusedNonASCII reports whether msg, an encoding/json syntax error,
+// refuses a byte >= 0x80 (quoted as the rune of that value).
+func refusedNonASCII(msg string) bool {
+	quoted, ok := strings.CutPrefix(msg, "invalid character '")
+	if !ok {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(quoted)
+	return r >= utf8.RuneSelf
 }
 
 // nonASCIIOutsideString is the offset of the first byte >= 0x80 of raw
