@@ -98,25 +98,30 @@ func TestSnapshotDamage(t *testing.T) {
 func TestPendingBySeq(t *testing.T) {
 	for _, span := range []uint{1, 2, 10, 11, 12, 21, 22, 23, 31, 32, 33, 40, 63, 64} {
 		t.Run(fmt.Sprint(span), func(t *testing.T) {
+			max := ^uint64(0) >> (64 - span)
+			n := 500
+			if uint64(n) > max {
+				n = int(max) + 1 // each timer its own sequence in the span
+			}
 			e, err := New(DefaultConfig())
 			require.NoError(t, err)
 			require.NoError(t, e.BeginBlock(1))
 			tx, err := e.Begin(Address{1}, 1)
 			require.NoError(t, err)
-			const n = 500
 			for k := range n {
 				_, _, err := tx.Schedule(uint64(2+k%7), []byte{byte(k), byte(k >> 8)})
 				require.NoError(t, err)
 			}
 			require.NoError(t, tx.Commit())
-			// Distinct sequences within [base, base+2^span), the ends
-			// included, given to the records in a random order.
+			// Distinct offsets within [0, 2^span), the ends included,
+			// above a random base (for span 64 the sum wraps: the
+			// sequences are then any n distinct values), given to the
+			// records in a random order.
 			r := rand.New(rand.NewPCG(uint64(span), 3))
 			base := r.Uint64() >> 1
-			max := ^uint64(0) >> (64 - span)
 			seen := map[uint64]bool{0: true, max: true}
 			seqs := []uint64{0, max}
-			for len(seqs) < n && uint64(len(seqs)) <= max {
+			for len(seqs) < n {
 				if v := r.Uint64() & max; !seen[v] {
 					seen[v] = true
 					seqs = append(seqs, v)
@@ -127,11 +132,7 @@ func TestPendingBySeq(t *testing.T) {
 			r.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })
 			want := map[uint64]uint32{}
 			for k, i := range recs {
-				if k < len(seqs) {
-					e.recs.At(i).seq = base + seqs[k]
-				} else {
-					e.recs.At(i).seq = base + max + 1 + uint64(k) // only for spans too small to give each its own
-				}
+				e.recs.At(i).seq = base + seqs[k]
 				want[e.recs.At(i).seq] = i
 			}
 			got := e.pendingBySeq()
