@@ -57,8 +57,9 @@ type durable struct {
 	inline   bool   // Config.SnapshotInline
 	journal  []TimerID
 	sorted   []TimerID    // logBlock's scratch: the journal in order
-	order    []radix.Item // logBlock's sort items
+	order    []radix.Item // sortJournal's sort items
 	spare    []radix.Item // their scratch
+	seqs     seqScratch   // logBlock's sort of the upserts
 	fair     []byte       // the block's fairness entries (appendFairEntry)
 	ups      []uint32
 	dels     []uint32
@@ -277,17 +278,7 @@ func (e *Engine) logBlock() error {
 		}
 	}
 	d.ups, d.dels = ups, dels
-	// Upserts by sequence, as (seq, record) items: a comparison sort
-	// would read two records at every step.
-	items := d.order[:0]
-	for _, i := range ups {
-		items = append(items, radix.Item{Key: e.recs.At(i).seq, Pos: i})
-	}
-	items, d.spare = radix.Sort(items, d.spare, radix.Diff(items))
-	for k, it := range items {
-		ups[k] = it.Pos
-	}
-	d.order = items[:0]
+	e.sortBySeq(ups, &d.seqs)
 	b := append(d.buf[:0], 1)
 	b = binary.BigEndian.AppendUint64(b, e.height)
 	b = e.appendSchedulerEntry(b)

@@ -122,45 +122,59 @@ func (e *Engine) appendTimerEntry(b []byte, i uint32) []byte {
 func (e *Engine) pendingBySeq() []uint32 {
 	out := make([]uint32, 0, e.pending)
 	e.ids.each(func(s uint64) { out = append(out, uint32(s)) })
-	// Sorted by a radix sort: comparisons that read the records would miss
-	// the cache at every step. The records come in the index's order, at
-	// random: their loads start takeAhead timers early, so that many misses
-	// are under way at once.
-	keys := make([]uint64, len(out))
+	var scratch seqScratch
+	e.sortBySeq(out, &scratch)
+	return out
+}
+
+// seqScratch is sortBySeq's memory, kept by a caller that sorts often.
+type seqScratch struct {
+	keys, spareKeys []uint64
+	items, spare    []radix.Item
+}
+
+// sortBySeq puts records recs in the order of their sequences. It is a
+// radix sort: comparisons that read the records would miss the cache at
+// every step. The records may lie at random (the index's order): their
+// loads start takeAhead timers early, so that many misses are under way
+// at once.
+func (e *Engine) sortBySeq(recs []uint32, s *seqScratch) {
+	if len(recs) < 2 {
+		return
+	}
+	keys := slices.Grow(s.keys[:0], len(recs))
 	lo, hi := ^uint64(0), uint64(0)
-	for k, i := range out {
-		if k+takeAhead < len(out) {
-			e.prefetchRec(out[k+takeAhead])
+	for k, i := range recs {
+		if k+takeAhead < len(recs) {
+			e.prefetchRec(recs[k+takeAhead])
 		}
 		seq := e.recs.At(i).seq
-		keys[k], lo, hi = seq, min(lo, seq), max(hi, seq)
-	}
-	if len(out) < 2 {
-		return out
+		keys, lo, hi = append(keys, seq), min(lo, seq), max(hi, seq)
 	}
 	if span := bits.Len64(hi - lo); span <= 32 {
 		// The usual case: the sequences span fewer than 2^32, so the offset
 		// of each goes above its record in one word, and the sort moves 8
 		// bytes a timer in a pass per 11 bits of the span (a million timers:
 		// 2 passes, against 3 of 16-byte items).
-		for k, i := range out {
+		for k, i := range recs {
 			keys[k] = (keys[k]-lo)<<(64-span) | uint64(i)
 		}
-		keys, _ = radix.SortHigh(keys, nil, (span+radix.HighDigitBits-1)/radix.HighDigitBits)
+		keys, s.spareKeys = radix.SortHigh(keys, s.spareKeys, (span+radix.HighDigitBits-1)/radix.HighDigitBits)
 		for k, w := range keys {
-			out[k] = uint32(w)
+			recs[k] = uint32(w)
 		}
-		return out
+		s.keys = keys[:0]
+		return
 	}
-	pairs := make([]radix.Item, len(out))
-	for k, i := range out {
-		pairs[k] = radix.Item{Key: keys[k], Pos: i}
+	items := slices.Grow(s.items[:0], len(recs))
+	for k, i := range recs {
+		items = append(items, radix.Item{Key: keys[k], Pos: i})
 	}
-	pairs, _ = radix.Sort(pairs, nil, radix.Diff(pairs))
-	for k, p := range pairs {
-		out[k] = p.Pos
+	items, s.spare = radix.Sort(items, s.spare, radix.Diff(items))
+	for k, it := range items {
+		recs[k] = it.Pos
 	}
-	return out
+	s.keys, s.items = keys[:0], items[:0]
 }
 
 // snapReader decodes with bounds checks; the first failure sticks.
