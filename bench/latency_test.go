@@ -75,7 +75,7 @@ func crowd(tb testing.TB, n int, height func(k int) uint64) (*engine.Engine, []e
 // random order, every one of a million timers due at one height of the
 // ring: the bucket's compaction, spread over later cancels, must not make
 // any one of them long (a cancel that rewrote the bucket whole took tens
-// of milliseconds; SPEC §3).
+// of milliseconds; SPEC §9).
 func BenchmarkCancelLatency(b *testing.B) {
 	const n = 1 << 20
 	var l latency
@@ -105,7 +105,7 @@ func BenchmarkCancelLatency(b *testing.B) {
 // BenchmarkSkipEmptyLatency: one op is a SkipEmpty of one block, with a
 // million timers due within one epoch of the epoch tier ahead: finding
 // the next due height must not read that epoch's bucket at every call
-// (SPEC §3).
+// (SPEC §9).
 func BenchmarkSkipEmptyLatency(b *testing.B) {
 	const n, epochStart = 1 << 20, 16 * 1024 // beyond the ring's 4,096 blocks
 	for _, spread := range []uint64{1, 1024} {
@@ -145,7 +145,7 @@ func BenchmarkSkipEmptyLatency(b *testing.B) {
 // the 1,040 empty blocks around the epoch (1,024 blocks) in which a
 // million timers of one far epoch move from the overflow tier to the
 // epoch tier, a share at every block: no block may pay for the whole
-// epoch (counting it once took a scan of the B-tree; SPEC §3). The timers
+// epoch (counting it once took a scan of the B-tree; SPEC §9). The timers
 // move into chunks of the arena, which grows; with reserved=true the
 // engine made room for them ahead (Engine.Reserve), and no block waits
 // for the kernel to map new memory.
