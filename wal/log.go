@@ -506,17 +506,12 @@ func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) err
 	if err := l.prepareSnapshot(height); err != nil {
 		return err
 	}
-	err := l.writeSnapshotFile(height, l.zenc, func(w io.Writer) error {
+	return l.installSnapshot(height, l.zenc, func(w io.Writer) error {
 		if err := fill(w); err != nil {
 			return &sourceError{err}
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	l.addSnapshot(height)
-	return l.cleanup()
 }
 
 // StartSnapshot is WriteSnapshotFunc with the file written in the
@@ -550,10 +545,21 @@ func (l *Log) WaitSnapshot() error {
 	return l.Err()
 }
 
-// addSnapshot counts the snapshot at height, written and synced.
-func (l *Log) addSnapshot(height uint64) {
+// installSnapshot writes the snapshot at height (writeSnapshotFile),
+// counts it and removes what it makes unneeded (cleanup).
+func (l *Log) installSnapshot(height uint64, zenc *zstd.Encoder, fill func(w io.Writer) error) error {
+	if err := l.writeSnapshotFile(height, zenc, fill); err != nil {
+		return err
+	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.addSnapshot(height)
+	l.mu.Unlock()
+	return l.cleanup()
+}
+
+// addSnapshot counts the snapshot at height, written and synced, as the
+// newest. The caller holds mu.
+func (l *Log) addSnapshot(height uint64) {
 	l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
 	l.whole = append(l.whole, snapshotName(height))
 	l.durable = max(l.durable, height)

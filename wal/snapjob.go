@@ -50,7 +50,7 @@ func (l *Log) run(j *snapJob) {
 		zenc = newZstdEncoder()
 		defer zenc.Close()
 	}
-	err := l.writeSnapshotFile(j.height, zenc, func(w io.Writer) error {
+	err := l.installSnapshot(j.height, zenc, func(w io.Writer) error {
 		for c := range j.chunks {
 			if _, err := w.Write(c); err != nil {
 				return err // the rest is drained below
@@ -68,9 +68,6 @@ func (l *Log) run(j *snapJob) {
 		j.failed.Store(true)
 		for range j.chunks {
 		}
-	} else {
-		l.addSnapshot(j.height)
-		err = l.cleanup()
 	}
 	j.err = err
 }

@@ -219,10 +219,15 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
 	}
 	l.curDirty = false
 	l.segs = keep
-	l.snaps = slices.DeleteFunc(l.snaps, func(s snapshotFile) bool { return s.height > height })
-	l.bad = slices.DeleteFunc(l.bad, func(s snapshotFile) bool { return s.height > height || need && s.height == height })
+	// The snapshots above height are gone, and the one written at height
+	// replaced any file of that name: a damaged one, found by Open or not
+	// read (listed twice, the older entry's removal would later take the
+	// new file).
+	gone := func(s snapshotFile) bool { return s.height > height || need && s.height == height }
+	l.snaps = slices.DeleteFunc(l.snaps, gone)
+	l.bad = slices.DeleteFunc(l.bad, gone)
 	if need {
-		l.snaps = append(l.snaps, snapshotFile{height: height, name: snapshotName(height)})
+		l.addSnapshot(height)
 	}
 	l.last, l.written, l.durable = height, height, height
 	return nil

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -932,6 +933,57 @@ func TestTruncateChecksTheSnapshotItRelies(t *testing.T) {
 	l.Close()
 	if l, got := openCheck(t, m, "/wal", opts); got.snap != 90 || got.last != 90 {
 		t.Fatalf("reopened %+v, want the snapshot at 90", got)
+	} else {
+		l.Close()
+	}
+}
+
+// TestTruncateReplacesDamagedSnapshot: a rollback to the height of a
+// damaged snapshot writes a new one there, which counts once (it once
+// stayed listed twice, and the next snapshot's cleanup removed its file as
+// the older of the two, leaving nothing to fall back to) and as read whole
+// (a later rollback relying on it does not read it again).
+func TestTruncateReplacesDamagedSnapshot(t *testing.T) {
+	m := vfs.NewMem()
+	var counting atomic.Bool
+	var opens atomic.Int32
+	fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if counting.Load() && op.Kind == errorfs.OpOpen && strings.HasSuffix(op.Path, snapshotName(80)) {
+			opens.Add(1)
+		}
+		return errorfs.Fault{}
+	}))
+	opts := Options{SegmentSize: 800, Logf: quiet} // the log's start goes with the snapshots
+	l, _ := openCheck(t, fsys, "/wal", opts)
+	appendRange(t, l, 1, 80)
+	snapshot(t, l, 80)
+	appendRange(t, l, 81, 100)
+	snapshot(t, l, 100)
+	appendRange(t, l, 101, 105)
+	l.Close()
+	flipBit(t, m, "/wal/"+snapshotName(80), 40, 0)
+	l, _ = openCheck(t, fsys, "/wal", opts)
+	if err := l.Truncate(80, writeState(80)); err != nil {
+		t.Fatal(err)
+	}
+	appendRange(t, l, 81, 85)
+	counting.Store(true)
+	if err := l.Truncate(82, nil); err != nil { // the snapshot at 80 and the records after it will do
+		t.Fatal(err)
+	}
+	counting.Store(false)
+	if n := opens.Load(); n != 0 {
+		t.Fatalf("the rollback to 82 read the snapshot at 80 again (%d opens): it was written here", n)
+	}
+	appendRange(t, l, 83, 90)
+	snapshot(t, l, 90) // RetainSnapshots 2: the snapshot at 80 stays
+	if got := snapshotsIn(t, m, "/wal"); !slices.Equal(got, []uint64{80, 90}) {
+		t.Fatalf("snapshots %v, want 80 and 90", got)
+	}
+	l.Close()
+	flipBit(t, m, "/wal/"+snapshotName(90), 40, 0)
+	if l, got := openCheck(t, m, "/wal", opts); got.snap != 80 || got.last != 90 {
+		t.Fatalf("reopened %+v, want the snapshot at 80 and blocks to 90", got)
 	} else {
 		l.Close()
 	}
