@@ -51,7 +51,10 @@
 // in a failed state: that call (for a background failure, the next call;
 // Close if none came) returns a *FailedError, which matches ErrFailed and
 // the filesystem's error (errors.Is(err, syscall.ENOSPC)), and every later
-// call returns it too, until the Log is closed and reopened. The Log's heights stay at the last durable block
+// call returns it too, until the Log is closed and reopened. A failed Log
+// writes nothing more: a snapshot being written in the background is not
+// renamed into place (its temporary file goes), or if its rename had
+// begun, removes no older file. The Log's heights stay at the last durable block
 // (LastHeight does not advance on a failed Append). The block whose Append
 // failed may or may not be in the files (its bytes may have reached the
 // disk before the fsync failed): the state to continue from is what a

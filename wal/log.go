@@ -613,6 +613,12 @@ func (l *Log) writeSnapshotFile(height uint64, zenc *zstd.Encoder, fill func(w i
 	if err := f.Close(); err != nil {
 		return l.fail("snapshot", err)
 	}
+	// A failed log writes nothing more; a background snapshot may see it
+	// fail meanwhile (an Append, a background sync).
+	if err := l.Err(); err != nil {
+		l.fs.Remove(tmp) // best effort; Open removes leftovers
+		return err
+	}
 	if err := l.fs.Rename(tmp, l.path(snapshotName(height))); err != nil {
 		return l.fail("snapshot", err)
 	}
@@ -626,6 +632,10 @@ func (l *Log) writeSnapshotFile(height uint64, zenc *zstd.Encoder, fill func(w i
 // than the newest good one) and the segments no kept snapshot needs.
 func (l *Log) cleanup() error {
 	l.mu.Lock()
+	if l.failed != nil { // since the snapshot's rename: it removes nothing
+		defer l.mu.Unlock()
+		return l.failed
+	}
 	newest := l.snaps[len(l.snaps)-1].height
 	from := max(0, len(l.snaps)-l.opts.RetainSnapshots)
 	if k := l.opts.KeepRecords; k > 0 {

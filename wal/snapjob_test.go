@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/timerlane/timerlane/internal/vfs"
 	"github.com/timerlane/timerlane/internal/vfs/errorfs"
@@ -309,5 +310,69 @@ func TestStartSnapshotFailureDuringAppend(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close reported the failure again: %v", err)
+	}
+}
+
+// TestFailedLogInstallsNoSnapshot: the log fails while a snapshot is
+// written in the background (an Append's write, a background sync): the
+// snapshot is not renamed into place, or if its rename had begun, its
+// cleanup removes nothing (it once went in, and its cleanup removed the
+// older snapshot and segments from a log that refuses writes).
+func TestFailedLogInstallsNoSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sync      SyncPolicy
+		kind      errorfs.OpKind // what fails on the segments once armed
+		holdAt    errorfs.OpKind // the snapshot's operation that waits for the failure
+		installed bool           // the snapshot's file is in place all the same
+	}{
+		{"append", SyncEveryBlock, errorfs.OpWrite, errorfs.OpSync, false},
+		{"background sync", SyncInterval(time.Millisecond), errorfs.OpSync, errorfs.OpSync, false},
+		{"append during the rename", SyncEveryBlock, errorfs.OpWrite, errorfs.OpRename, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			release, held := make(chan struct{}), make(chan struct{})
+			hold := onSnapshotTemp(20, tc.holdAt, errorfs.Fault{}, func() {
+				close(held)
+				<-release
+			})
+			var armed atomic.Bool
+			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+				switch {
+				case strings.HasSuffix(op.Path, tempName(20)): // the job's goroutine only
+					return hold.Inject(op)
+				case armed.Load() && op.Kind == tc.kind && strings.HasSuffix(op.Path, segSuffix):
+					return errorfs.Fault{Err: errorfs.EIO}
+				}
+				return errorfs.Fault{}
+			})
+			l, _ := openCheck(t, errorfs.Wrap(m, inj), "/wal", Options{SegmentSize: 900, RetainSnapshots: 1, Sync: tc.sync})
+			appendRange(t, l, 1, 20)
+			snapshot(t, l, 10)
+			before := listDir(t, m, "/wal")
+			if err := l.StartSnapshot(20, fillWith(stateFor(20))); err != nil {
+				t.Fatal(err)
+			}
+			<-held
+			armed.Store(true)
+			err := l.Append(21, bodyFor(21))
+			for err == nil && l.Err() == nil { // the background sync fails
+				time.Sleep(time.Millisecond)
+			}
+			close(release)
+			if err := l.WaitSnapshot(); !errors.Is(err, ErrFailed) || !errors.Is(err, errorfs.EIO) {
+				t.Fatalf("WaitSnapshot: %v, want the log's failure", err)
+			}
+			if tc.installed {
+				before = append(before, snapshotName(20))
+				slices.Sort(before)
+			}
+			after := slices.DeleteFunc(listDir(t, m, "/wal"), func(n string) bool { return n == segmentName(21) })
+			if !slices.Equal(after, before) {
+				t.Fatalf("files %v after the failure, %v before: the failed log wrote", after, before)
+			}
+			l.Close()
+		})
 	}
 }
