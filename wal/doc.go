@@ -33,7 +33,7 @@
 //     goroutine fsyncs every d if anything is unsynced, one fsync covering
 //     every block since the last. DurableHeight() says how far that got;
 //     Sync() forces a sync now. A failed background sync fails the log and
-//     the next call reports it.
+//     the next call reports it (Close, if none comes).
 //   - SyncNone: no fsync but those of Sync, WriteSnapshot and
 //     StartSnapshot, segment rotation and Close.
 //
@@ -48,14 +48,19 @@
 //
 // A filesystem error in Append, Sync, WriteSnapshot, Truncate (or a
 // background sync, or a snapshot written in the background) puts the Log
-// in a failed state: that call (for a background failure, the next call;
-// Close if none came) returns a *FailedError, which matches ErrFailed and
-// the filesystem's error (errors.Is(err, syscall.ENOSPC)), and every later
-// call returns it too, until the Log is closed and reopened. A failed Log
-// writes nothing more: a snapshot being written in the background is not
-// renamed into place (its temporary file goes), or if its rename had
-// begun, removes no older file. The Log's heights stay at the last durable block
-// (LastHeight does not advance on a failed Append). The block whose Append
+// in a failed state: that call returns a *FailedError, which matches
+// ErrFailed and the filesystem's error (errors.Is(err, syscall.ENOSPC)),
+// and every later call returns it too, until the Log is closed and
+// reopened. A failure in the background is returned by the next call
+// (WaitSnapshot waits for the snapshot and returns it). Only the first
+// failure is kept: a later one changes nothing. Close returns the failure
+// if no call has returned it (Err, which only looks, does not count), and
+// nil if one has: the caller sees it at least once, from Close at the
+// latest, and Close does not repeat it. A failed Log writes nothing more:
+// a snapshot being written in the background is not renamed into place
+// (its temporary file goes), or if its rename had begun, removes no older
+// file. The Log's heights stay at the last durable block (LastHeight does
+// not advance on a failed Append). The block whose Append
 // failed may or may not be in the files (its bytes may have reached the
 // disk before the fsync failed): the state to continue from is what a
 // fresh Open recovers, the block before or the failed block itself, never

@@ -44,7 +44,7 @@ var (
 // fsync covers every block appended since the last. A block is durable once
 // a sync that covers it has returned: DurableHeight says which; Sync forces
 // one now. A failed background sync fails the log; the next call reports
-// it.
+// it (Close, if none comes).
 func SyncInterval(d time.Duration) SyncPolicy {
 	if d <= 0 {
 		return SyncEveryBlock
@@ -185,9 +185,9 @@ type Log struct {
 	buf []byte
 
 	job *snapJob // the snapshot being written, if any (StartSnapshot); guarded by wmu
-	// failReported: a call has returned the log's failure (guarded by wmu),
-	// so Close need not return a background snapshot's failure again.
-	failReported bool
+	// reported: a call has returned the log's failure (guarded by wmu), so
+	// Close does not return it again.
+	reported bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -309,20 +309,18 @@ func (l *Log) check() error {
 	case l.opts.ReadOnly:
 		return ErrReadOnly
 	case failed != nil:
-		// Reported now: the job is done with, and Close does not report
-		// its failure again.
-		l.finishSnapshot()
 		return failed
 	}
 	return nil
 }
 
-// noteReported records that a call under wmu returns the log's failure
-// (a snapshot's in the background may reach Append through its sync,
-// past check, with the job not yet done with).
-func (l *Log) noteReported(err *error) {
+// report notes that a call returns the log's failure (*err), so that
+// Close does not return it again. Every method that writes defers it,
+// holding wmu: the failure may come from its own check, its own I/O, or a
+// failure in the background that its sync meets.
+func (l *Log) report(err *error) {
 	if errors.Is(*err, ErrFailed) {
-		l.failReported = true
+		l.reported = true
 	}
 }
 
@@ -352,7 +350,7 @@ func (l *Log) fail(op string, err error) error {
 func (l *Log) Append(height uint64, body []byte) (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	defer l.noteReported(&err)
+	defer l.report(&err)
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -395,7 +393,7 @@ func (l *Log) Append(height uint64, body []byte) (err error) {
 func (l *Log) Sync() (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	defer l.noteReported(&err)
+	defer l.report(&err)
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -500,9 +498,10 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 // streams it into the file as it encodes it: no buffer of the snapshot's
 // size, and no copy through one. An error of fill's own (not a write's)
 // fails the call but not the log.
-func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) error {
+func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	defer l.report(&err)
 	if err := l.prepareSnapshot(height); err != nil {
 		return err
 	}
@@ -526,21 +525,23 @@ func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) err
 // Truncate and Close first wait for the one in flight, and WaitSnapshot
 // waits for it alone. An error of fill's own fails the call, not the log,
 // and leaves no file. A filesystem failure in the background fails the
-// log: the next call returns the *FailedError (WaitSnapshot at once). The
-// blocks appended before stay durable, as the log was synced before fill
-// ran; SnapshotHeight and DurableHeight count the snapshot once its
-// directory entry is synced.
-func (l *Log) StartSnapshot(height uint64, fill func(w io.Writer) error) error {
+// log: the next call returns the *FailedError (WaitSnapshot at once;
+// Close, if none comes). The blocks appended before stay durable, as the
+// log was synced before fill ran; SnapshotHeight and DurableHeight count
+// the snapshot once its directory entry is synced.
+func (l *Log) StartSnapshot(height uint64, fill func(w io.Writer) error) (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	defer l.report(&err)
 	return l.startSnapshot(height, fill)
 }
 
 // WaitSnapshot waits until the snapshot that StartSnapshot began, if any,
 // is written, and returns the log's failure, if it has failed.
-func (l *Log) WaitSnapshot() error {
+func (l *Log) WaitSnapshot() (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	defer l.report(&err)
 	l.finishSnapshot()
 	return l.Err()
 }
@@ -692,17 +693,15 @@ func (l *Log) cleanup() error {
 }
 
 // Close waits for the snapshot in flight (StartSnapshot), syncs the log
-// (under every policy) and closes it. After a failure it only closes, and
-// returns nil; but a failure of the snapshot it waited for is returned
-// unless a call has reported it.
+// (under every policy) and closes it; a failed log it only closes. It
+// returns the log's failure (a *FailedError) if no call has returned it:
+// one in the background (a sync under SyncInterval, a snapshot's write)
+// that no call came after, or its own sync's. Otherwise it returns nil
+// (ErrClosed on a closed Log).
 func (l *Log) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	var snapErr error
-	if j := l.job; j != nil {
-		l.finishSnapshot()
-		snapErr = j.err
-	}
+	l.finishSnapshot()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -713,9 +712,8 @@ func (l *Log) Close() error {
 		close(l.stop)
 		<-l.done
 	}
-	var err error
 	if l.Err() == nil {
-		err = l.syncActive()
+		l.syncActive() // a failure fails the log: returned below
 	}
 	l.syncMu.Lock()
 	l.mu.Lock()
@@ -732,12 +730,8 @@ func (l *Log) Close() error {
 	if l.lock != nil {
 		l.lock.Close()
 	}
-	var fe *FailedError
-	if errors.As(err, &fe) {
+	if err := l.Err(); err != nil && !l.reported {
 		return err
-	}
-	if errors.As(snapErr, &fe) && !l.failReported {
-		return snapErr
 	}
 	return nil
 }
@@ -753,7 +747,7 @@ func (l *Log) syncer(d time.Duration) {
 			return
 		case <-t.C:
 			if l.syncActive() != nil {
-				return // the log has failed; the next call reports it
+				return // the log has failed; the next call (or Close) reports it
 			}
 		}
 	}

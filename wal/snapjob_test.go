@@ -376,3 +376,95 @@ func TestFailedLogInstallsNoSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseReportsFailure: Close returns the log's failure (the first) if
+// no call has returned it, and nil if one has: a background sync's
+// failure with no call after it (it once returned nil), also while a
+// snapshot was written (it once returned nil if the snapshot went well,
+// the sync's failure as the snapshot's if not), or reported by an Append
+// or WaitSnapshot. An Append on the failed log returns at once, while the
+// snapshot is still being written (it once waited for it).
+func TestCloseReportsFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		snapshot bool  // a snapshot is being written when the sync fails
+		snapErr  error // and then its fsync fails with this
+		call     string
+	}{
+		{"sync/Close", false, nil, ""},
+		{"sync/Append", false, nil, "append"},
+		{"sync during a snapshot/Close", true, nil, ""},
+		{"sync then the snapshot/Close", true, errorfs.ENOSPC, ""},
+		{"sync then the snapshot/WaitSnapshot", true, errorfs.ENOSPC, "wait"},
+		{"sync then the snapshot/Append", true, errorfs.ENOSPC, "append"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			release, held := make(chan struct{}), make(chan struct{})
+			hold := onSnapshotTemp(5, errorfs.OpSync, errorfs.Fault{Err: tc.snapErr}, func() {
+				close(held)
+				<-release
+			})
+			var armed atomic.Bool
+			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+				switch {
+				case strings.HasSuffix(op.Path, tempName(5)): // the job's goroutine only
+					return hold.Inject(op)
+				case armed.Load() && op.Kind == errorfs.OpSync && strings.HasSuffix(op.Path, segSuffix):
+					return errorfs.Fault{Err: errorfs.EIO}
+				}
+				return errorfs.Fault{}
+			})
+			l, _ := openCheck(t, errorfs.Wrap(m, inj), "/wal", Options{Sync: SyncInterval(time.Millisecond)})
+			appendRange(t, l, 1, 5)
+			if tc.snapshot {
+				if err := l.StartSnapshot(5, fillWith(stateFor(5))); err != nil {
+					t.Fatal(err)
+				}
+				<-held
+			}
+			armed.Store(true)
+			appendRange(t, l, 6, 6)
+			for deadline := time.Now().Add(5 * time.Second); l.Err() == nil; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the background sync did not fail")
+				}
+			}
+			// The failure each call returns: the background sync's, the first.
+			isSyncs := func(err error) bool {
+				var fe *FailedError
+				return errors.As(err, &fe) && fe.Op == "sync" && errors.Is(err, errorfs.EIO)
+			}
+			if tc.call == "append" {
+				returned := make(chan error, 1)
+				go func() { returned <- l.Append(7, bodyFor(7)) }()
+				select {
+				case err := <-returned:
+					if !isSyncs(err) {
+						t.Fatalf("Append: %v, want the sync's failure", err)
+					}
+				case <-time.After(time.Minute):
+					t.Fatal("Append on the failed log waits for the snapshot")
+				}
+			}
+			if tc.snapshot {
+				close(release)
+			}
+			if tc.call == "wait" {
+				if err := l.WaitSnapshot(); !isSyncs(err) {
+					t.Fatalf("WaitSnapshot: %v, want the sync's failure", err)
+				}
+			}
+			err := l.Close()
+			if tc.call == "" && !isSyncs(err) {
+				t.Fatalf("Close: %v, want the sync's failure", err)
+			}
+			if tc.call != "" && err != nil {
+				t.Fatalf("Close: %v, want nil (%s returned the failure)", err, tc.call)
+			}
+			if _, got := openCheck(t, m, "/wal", Options{}); got.snap != 0 {
+				t.Fatalf("recovered %+v: the failed log installed the snapshot", got)
+			}
+		})
+	}
+}

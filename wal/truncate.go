@@ -38,9 +38,10 @@ import (
 // call; a filesystem error (a *FailedError) fails the log, like Append's.
 // An error reading the segments before anything changed leaves the log as
 // it was.
-func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) error {
+func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	defer l.report(&err)
 	l.finishSnapshot()
 	if err := l.check(); err != nil {
 		return err
