@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"io"
-	"sync/atomic"
 )
 
 // A snapshot is encoded on the caller's goroutine and written to its file
@@ -15,17 +14,26 @@ import (
 // snapQueueChunks of them wait for the writer before the encoding waits in
 // turn, which bounds the memory a snapshot holds.
 
-// snapQueueChunks bounds the chunks of a snapshot's payload held in memory
-// (512 MiB; a million timers with the state root's tree take ~220 MB).
+// snapQueueChunks bounds the chunks of a snapshot's payload queued for the
+// writer. With the one being written, the one being filled and up to
+// snapFreeChunks written ones kept for reuse, a snapshot in flight holds
+// at most snapQueueChunks+2+snapFreeChunks chunks of payload (518 MiB),
+// and the writer's two buffers of about a chunk (the framed chunk, and
+// its own chunk, used only for a short last one). The encoding of a
+// million timers with the state root's tree allocates 161-185 MB (README).
 const snapQueueChunks = 512
+
+// snapFreeChunks is how many written chunks wait for the encoder to reuse:
+// a few spare it allocations when the writer keeps up with it.
+const snapFreeChunks = 4
 
 // snapJob is a snapshot in flight: its payload on the way to the writer.
 type snapJob struct {
 	height uint64
-	chunks chan []byte // the payload, in order; closed at its end
-	free   chan []byte // chunks written, for the encoder to reuse
-	failed atomic.Bool // the writer failed: the encoder may stop
-	srcErr error       // the encoder's own failure, set before chunks closes
+	chunks chan []byte   // the payload, in order; closed at its end
+	free   chan []byte   // chunks written, for the encoder to reuse
+	stop   chan struct{} // closed when the writer has failed: it takes no more
+	srcErr error         // the encoder's own failure, set before chunks closes
 	done   chan struct{}
 	err    error // the job's result, set before done closes
 }
@@ -34,13 +42,14 @@ func newSnapJob(height uint64) *snapJob {
 	return &snapJob{
 		height: height,
 		chunks: make(chan []byte, snapQueueChunks),
-		free:   make(chan []byte, 4),
+		free:   make(chan []byte, snapFreeChunks),
+		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
 }
 
 // run writes the job's snapshot file, registers it and removes what it
-// makes unneeded (cleanup); it is the job's goroutine.
+// makes unneeded (installSnapshot); it is the job's goroutine.
 func (l *Log) run(j *snapJob) {
 	defer close(j.done)
 	// An encoder of its own: the log's compresses one body at a time, and
@@ -53,7 +62,7 @@ func (l *Log) run(j *snapJob) {
 	err := l.installSnapshot(j.height, zenc, func(w io.Writer) error {
 		for c := range j.chunks {
 			if _, err := w.Write(c); err != nil {
-				return err // the rest is drained below
+				return err
 			}
 			select {
 			case j.free <- c[:0]:
@@ -63,11 +72,17 @@ func (l *Log) run(j *snapJob) {
 		return j.srcErr
 	})
 	if err != nil {
-		// Stop the encoder, and never let it wait on a dead writer (which
-		// may have failed before it read anything: at Create).
-		j.failed.Store(true)
+		// The encoder's next write fails (it may not have begun: the file
+		// could not be created); what it queued before goes at once.
+		close(j.stop)
 		for range j.chunks {
 		}
+	}
+	// The payload has ended (chunks is closed, so the encoder is done
+	// with free): the chunks kept for reuse go too, not with the job,
+	// which the log holds until a call waits for it.
+	for len(j.free) > 0 {
+		<-j.free
 	}
 	j.err = err
 }
@@ -79,10 +94,9 @@ type snapFeeder struct {
 	buf []byte
 }
 
+// Write fails as soon as the writer has failed: a large p is not cut
+// into chunks that nobody will write.
 func (f *snapFeeder) Write(p []byte) (int, error) {
-	if f.j.failed.Load() {
-		return 0, errWriterFailed
-	}
 	n := 0
 	for n < len(p) {
 		if f.buf == nil {
@@ -96,20 +110,41 @@ func (f *snapFeeder) Write(p []byte) (int, error) {
 		f.buf = f.buf[:len(f.buf)+k]
 		n += k
 		if len(f.buf) == cap(f.buf) {
-			f.j.chunks <- f.buf
-			f.buf = nil
+			if err := f.send(); err != nil {
+				return n, err
+			}
 		}
 	}
 	return n, nil
 }
 
+// send hands the chunk in hand to the writer, or fails if the writer has.
+func (f *snapFeeder) send() error {
+	c := f.buf
+	f.buf = nil
+	// The writer's failure first: with room in the queue, a select of
+	// both would go on sending half the time.
+	select {
+	case <-f.j.stop:
+		return errWriterFailed
+	default:
+	}
+	select {
+	case f.j.chunks <- c:
+		return nil
+	case <-f.j.stop:
+		return errWriterFailed
+	}
+}
+
 // end hands over the last chunk, or the encoder's failure, and closes the
-// payload.
+// payload. The writer reads srcErr only if it takes the payload to its
+// end, after chunks closes.
 func (f *snapFeeder) end(err error) {
 	if err == nil && len(f.buf) > 0 {
-		f.j.chunks <- f.buf
+		f.send() // if the writer has failed, the job's result says so
 	}
-	if err != nil && !f.j.failed.Load() {
+	if err != nil {
 		f.j.srcErr = &sourceError{err}
 	}
 	close(f.j.chunks)

@@ -468,3 +468,52 @@ func TestCloseReportsFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotWriteStopsAtFailure: once the snapshot's writer has failed,
+// a Write in progress fails at its next chunk instead of cutting the rest
+// into chunks for nobody (it once went on to its end: here 64 MiB, with a
+// queue of one chunk that the writer drained); the chunks it queued are
+// released when the job ends.
+func TestSnapshotWriteStopsAtFailure(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, errorfs.Wrap(m, onSnapshotTemp(5, errorfs.OpWrite, errorfs.Fault{Err: errorfs.EIO}, nil)), "/wal", Options{})
+	appendRange(t, l, 1, 5)
+	j := newSnapJob(5)
+	j.chunks = make(chan []byte, 1) // the Write waits for the writer at the second chunk
+	go l.run(j)
+	f := &snapFeeder{j: j}
+	n, err := f.Write(make([]byte, 64*snapChunkSize))
+	f.end(err)
+	<-j.done
+	// One chunk taken by the writer, one queued, one in hand, and one
+	// sent as the writer failed.
+	if !errors.Is(err, errWriterFailed) || n > 4*snapChunkSize {
+		t.Fatalf("Write took %d bytes (%d chunks) and returned %v, want errWriterFailed within 4 chunks", n, n/snapChunkSize, err)
+	}
+	if !errors.Is(j.err, ErrFailed) || !errors.Is(j.err, errorfs.EIO) {
+		t.Fatalf("the job's result: %v, want the writer's failure", j.err)
+	}
+	if len(j.chunks) != 0 || len(j.free) != 0 {
+		t.Fatalf("the ended job holds %d queued and %d free chunks", len(j.chunks), len(j.free))
+	}
+	l.Close()
+}
+
+// TestStartSnapshotReleasesChunks: a job that has written its snapshot
+// holds no chunk of the payload (it once kept those written for reuse
+// until a call waited for it).
+func TestStartSnapshotReleasesChunks(t *testing.T) {
+	l, _ := openCheck(t, vfs.NewMem(), "/wal", Options{})
+	appendRange(t, l, 1, 5)
+	if err := l.StartSnapshot(5, fillWith(make([]byte, 6*snapChunkSize+5))); err != nil {
+		t.Fatal(err)
+	}
+	j := l.job
+	<-j.done
+	if len(j.chunks) != 0 || len(j.free) != 0 {
+		t.Fatalf("the ended job holds %d queued and %d free chunks", len(j.chunks), len(j.free))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
