@@ -34,8 +34,8 @@
 //     every block since the last. DurableHeight() says how far that got;
 //     Sync() forces a sync now. A failed background sync fails the log and
 //     the next call reports it (Close, if none comes).
-//   - SyncNone: no fsync but those of Sync, WriteSnapshot and
-//     StartSnapshot, segment rotation and Close.
+//   - SyncNone: no fsync but those of Sync, WriteSnapshot(Func),
+//     StartSnapshot, Truncate, segment rotation and Close.
 //
 // Directory entries are made durable too: the log's directory (and any
 // parent it creates) is fsynced after a segment or snapshot is created,

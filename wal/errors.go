@@ -30,8 +30,9 @@ var (
 	// interleave their records and cut each other's tails. The directory
 	// is untouched.
 	ErrLocked = errors.New("wal: log directory in use")
-	// ErrReadOnly is returned by Append, Sync, WriteSnapshot and Truncate
-	// on a Log opened with Options.ReadOnly.
+	// ErrReadOnly is returned by Append, Sync, WriteSnapshot,
+	// WriteSnapshotFunc, StartSnapshot and Truncate on a Log opened with
+	// Options.ReadOnly.
 	ErrReadOnly = errors.New("wal: log opened read-only")
 	// ErrNoBase is returned by Repair for a log that has no valid snapshot
 	// and whose first segment does not start the log: no state can be

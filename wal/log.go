@@ -34,8 +34,9 @@ var (
 	// SyncEveryBlock fsyncs in every Append: a block is durable when Append
 	// returns nil. It is the default (the zero SyncPolicy).
 	SyncEveryBlock = SyncPolicy{mode: syncEvery}
-	// SyncNone never fsyncs by itself (only Sync, WriteSnapshot, segment
-	// rotation and Close do); the OS writes the data back when it likes.
+	// SyncNone never fsyncs by itself (only Sync, WriteSnapshot,
+	// WriteSnapshotFunc, StartSnapshot, Truncate, segment rotation and
+	// Close do); the OS writes the data back when it likes.
 	SyncNone = SyncPolicy{mode: syncNone}
 )
 
@@ -108,8 +109,10 @@ type Options struct {
 	// running node, on a copy, or on a directory it may not write. Beside
 	// a writer it sees the records that were whole when it read them, and
 	// a file the writer removes or truncates meanwhile makes Open or
-	// Replay fail (try again). Append, Sync, WriteSnapshot and Truncate
-	// fail with ErrReadOnly. Open with Repair, and Repair, refuse it.
+	// Replay fail (try again). Append, Sync, WriteSnapshot,
+	// WriteSnapshotFunc, StartSnapshot and Truncate fail with ErrReadOnly
+	// (WaitSnapshot returns nil: no snapshot is ever in flight). Open with
+	// Repair, and Repair, refuse it.
 	ReadOnly bool
 }
 
@@ -151,9 +154,11 @@ type snapshotFile struct {
 	name   string
 }
 
-// Log is an open write-ahead log. Append, Sync, WriteSnapshot, Truncate
-// and Close are meant to be called from one goroutine (they are serialized
-// all the same); DurableHeight and LastHeight may be called from any.
+// Log is an open write-ahead log. Append, Sync, WriteSnapshot,
+// WriteSnapshotFunc, StartSnapshot, WaitSnapshot, Truncate and Close are
+// meant to be called from one goroutine (they are serialized all the
+// same); DurableHeight, LastHeight, SnapshotHeight and Err may be called
+// from any.
 type Log struct {
 	fs   vfs.FS
 	dir  string
@@ -498,6 +503,10 @@ func (l *Log) WriteSnapshot(height uint64, state io.Reader) error {
 // streams it into the file as it encodes it: no buffer of the snapshot's
 // size, and no copy through one. An error of fill's own (not a write's)
 // fails the call but not the log.
+//
+// fill runs on the calling goroutine while the call holds the log: it
+// must not call the Log's writing methods (they would wait for good), and
+// must not use w once it has returned.
 func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -518,8 +527,11 @@ func (l *Log) WriteSnapshotFunc(height uint64, fill func(w io.Writer) error) (er
 // returns once it has, while a goroutine of the log compresses, writes,
 // fsyncs and renames the file and then removes what the new snapshot makes
 // unneeded, as WriteSnapshotFunc does. Append goes on meanwhile. The
-// payload waits in memory for the writer (up to 512 MiB; past that, fill
-// waits for it), and is released as it is written.
+// payload waits in memory for the writer (at most 512 MiB queued, 518 MiB
+// with the chunks in hand and kept for reuse; past that, fill waits for
+// it), and is released as it is written. As with WriteSnapshotFunc, fill
+// must not call the Log's writing methods (they would wait for good), and
+// must not use w once it has returned.
 //
 // One snapshot is written at a time: StartSnapshot, WriteSnapshotFunc,
 // Truncate and Close first wait for the one in flight, and WaitSnapshot
@@ -537,13 +549,24 @@ func (l *Log) StartSnapshot(height uint64, fill func(w io.Writer) error) (err er
 }
 
 // WaitSnapshot waits until the snapshot that StartSnapshot began, if any,
-// is written, and returns the log's failure, if it has failed.
+// is written, and returns the log's failure, if it has failed (the
+// snapshot's, or any before). On a closed Log it returns ErrClosed, as
+// every call does: Close waited for the snapshot, and returned its failure
+// if no call had.
 func (l *Log) WaitSnapshot() (err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	defer l.report(&err)
 	l.finishSnapshot()
-	return l.Err()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	}
+	return nil
 }
 
 // installSnapshot writes the snapshot at height (writeSnapshotFile),

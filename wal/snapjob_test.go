@@ -83,6 +83,9 @@ func TestStartSnapshotGoesOnInBackground(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.WaitSnapshot(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitSnapshot after Close: %v, want ErrClosed", err)
+	}
 	if _, got := openCheck(t, m, "/wal", Options{}); got != (recovered{snap: 20, last: 40}) {
 		t.Fatalf("recovered %+v, want snapshot 20 and blocks to 40", got)
 	}

@@ -827,10 +827,14 @@ func TestReadOnly(t *testing.T) {
 				"Sync":          r.Sync,
 				"WriteSnapshot": func() error { return r.WriteSnapshot(tc.want, bytes.NewReader(stateFor(tc.want))) },
 				"Truncate":      func() error { return r.Truncate(30, nil) },
+				"StartSnapshot": func() error { return r.StartSnapshot(tc.want, fillWith(stateFor(tc.want))) },
 			} {
 				if err := call(); !errors.Is(err, ErrReadOnly) {
 					t.Errorf("%s: %v, want ErrReadOnly", name, err)
 				}
+			}
+			if err := r.WaitSnapshot(); err != nil {
+				t.Errorf("WaitSnapshot: %v, want nil (none in flight)", err)
 			}
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
