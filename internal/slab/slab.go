@@ -18,8 +18,14 @@ const chunk = 1 << Shift
 // chunks at once, each advised to huge pages (a million timers' records
 // are accessed at random over 64 MiB, whose 4 KiB pages the TLB cannot
 // hold). A block is an eighth of the slab so far, at least blockMin, at
-// most blockMax bytes: memory taken ahead is at most an eighth of what
-// is used past blockMin, and small slabs take none.
+// most blockMax bytes: small slabs take none.
+//
+// Once half a block is taken, the next block is allocated and its pages
+// mapped on another goroutine, so that the call that needs it finds it
+// ready: no call of the engine waits for the zeroing of megabytes or for
+// the kernel's faults on their first touch (milliseconds for each huge
+// page on a virtual machine, whose host maps it too). Memory taken ahead
+// is then at most half a block and the next block.
 const (
 	bigFrom  = 4 << 20
 	blockMin = 8 << 20
@@ -30,6 +36,12 @@ const (
 type Slab[T any] struct {
 	chunks [][]T
 	spare  []T // the untaken rest of the current block: whole chunks
+	half   int // the next block is asked for when len(spare) <= half
+
+	// The next block, on its way from another goroutine, and its length;
+	// nil when not asked for.
+	next    chan []T
+	nextLen int
 }
 
 // At returns the element at index i, which must be < Cap().
@@ -59,22 +71,56 @@ func (s *Slab[T]) Grow(n int) {
 func (s *Slab[T]) newChunk() []T {
 	size := int(unsafe.Sizeof(*new(T))) * chunk
 	have := len(s.chunks) * size
-	if size == 0 || have < bigFrom {
+	if size == 0 {
 		return make([]T, chunk)
 	}
-	if len(s.spare) == 0 {
-		n := max(blockMin, min(have/8, blockMax)) / size // chunks in the block
-		s.spare = make([]T, max(n, 1)*chunk)
-		hugepage.Advise(s.spare)
+	var c []T
+	if have < bigFrom {
+		c = make([]T, chunk)
+	} else {
+		if len(s.spare) == 0 {
+			if s.next != nil {
+				s.spare, s.next, s.nextLen = <-s.next, nil, 0
+			} else {
+				s.spare = newBlock[T](blockLen(have, size))
+			}
+			s.half = len(s.spare) / 2
+		}
+		c = s.spare[:chunk:chunk]
+		s.spare = s.spare[chunk:]
 	}
-	c := s.spare[:chunk:chunk]
-	s.spare = s.spare[chunk:]
+	// The next block is asked for from the chunk before the first block
+	// on, so that the first block is made ready ahead too.
+	if s.next == nil && have+size >= bigFrom && len(s.spare) <= s.half {
+		next, n := make(chan []T, 1), blockLen(have+size, size)
+		go func() {
+			b := newBlock[T](n)
+			hugepage.Touch(b)
+			next <- b
+		}()
+		s.next, s.nextLen = next, n
+	}
 	return c
+}
+
+// blockLen is the elements of the block a slab of have bytes in chunks of
+// size bytes takes next.
+func blockLen(have, size int) int {
+	return max(1, max(blockMin, min(have/8, blockMax))/size) * chunk
+}
+
+// newBlock allocates a block of n elements, advised to huge pages.
+func newBlock[T any](n int) []T {
+	b := make([]T, n)
+	hugepage.Advise(b)
+	return b
 }
 
 // Cap is the number of elements the slab holds without growing.
 func (s *Slab[T]) Cap() int { return len(s.chunks) * chunk }
 
-// Bytes is the memory the slab holds: its chunks, and the rest of a block
-// it has taken ahead for the next ones.
-func (s *Slab[T]) Bytes() int { return (s.Cap() + len(s.spare)) * int(unsafe.Sizeof(*new(T))) }
+// Bytes is the memory the slab holds: its chunks, and the blocks it has
+// taken ahead for the next ones.
+func (s *Slab[T]) Bytes() int {
+	return (s.Cap() + len(s.spare) + s.nextLen) * int(unsafe.Sizeof(*new(T)))
+}

@@ -56,36 +56,48 @@ func TestPointersStable(t *testing.T) {
 	}
 }
 
-// TestBlocks: a slab past bigFrom takes its chunks out of blocks; they are
-// as stable and distinct as the others, and the memory it holds beyond its
-// chunks is bounded by the block rule.
+// TestBlocks: a slab past bigFrom takes its chunks out of blocks, the
+// later ones made ready in the background; they are as stable, distinct
+// and zeroed as the others, and the memory it holds beyond its chunks is
+// bounded by the block rule.
 func TestBlocks(t *testing.T) {
 	type elem [64]byte
 	var s Slab[elem]
 	var first []*elem
-	for k := uint32(0); k < 60; k++ {
+	asked := 0 // chunks taken while a next block was on its way
+	for k := uint32(0); k < 600; k++ {
 		i := k * chunk
 		s.Ensure(i + chunk - 1)
-		s.At(i)[0], s.At(i + chunk - 1)[63] = byte(k), byte(k)+1
+		if s.At(i)[0] != 0 || s.At(i + chunk - 1)[63] != 0 {
+			t.Fatalf("chunk %d is not zero", k)
+		}
+		s.At(i)[0], s.At(i + chunk - 1)[63] = byte(k), byte(k+1)
 		first = append(first, s.At(i))
 		if got := s.Cap(); got != int(k+1)*chunk {
 			t.Fatalf("after chunk %d: Cap %d", k, got)
 		}
-		ahead := len(s.spare) * 64
+		if s.next != nil {
+			asked++
+		}
+		ahead := (len(s.spare) + s.nextLen) * 64
 		if s.Bytes() != s.Cap()*64+ahead {
 			t.Fatalf("after chunk %d: Bytes %d, Cap %d, %d ahead", k, s.Bytes(), s.Cap(), ahead)
 		}
-		if limit := max(blockMin, min((s.Cap()-chunk)*64/8, blockMax)); ahead > limit {
+		// Half the current block and the next.
+		if limit := 3 * max(blockMin, min(s.Cap()*64/8, blockMax)) / 2; ahead > limit {
 			t.Fatalf("after chunk %d: %d bytes taken ahead, limit %d", k, ahead, limit)
 		}
-		if have := s.Cap() * 64; have <= bigFrom && ahead != 0 {
+		if have := s.Cap() * 64; have < bigFrom && ahead != 0 {
 			t.Fatalf("after chunk %d: a slab of %d bytes took %d ahead", k, have, ahead)
 		}
+	}
+	if asked == 0 {
+		t.Fatal("no block was made ready ahead")
 	}
 	// Chunks that shared memory would have overwritten each other's marks.
 	for k, p := range first {
 		i := uint32(k) * chunk
-		if s.At(i) != p || p[0] != byte(k) || s.At(i + chunk - 1)[63] != byte(k)+1 {
+		if s.At(i) != p || p[0] != byte(k) || s.At(i + chunk - 1)[63] != byte(k+1) {
 			t.Fatalf("chunk %d moved or lost its values", k)
 		}
 	}
