@@ -40,7 +40,17 @@ type idIndex struct {
 
 	seed [2]uint64
 	idOf func(rec uint32) *TimerID
+
+	// The table of the next doubling, made ready on another goroutine
+	// from three eighths full on (see prepareNext), and its slots; nil
+	// when not asked for.
+	next      chan []uint64
+	nextSlots int
 }
+
+// prepareFrom is the smallest table whose doubling is made ready ahead:
+// below it the new table is a few hundred KiB, quick to allocate and map.
+const prepareFrom = 1 << 17
 
 func newIDIndex(idOf func(uint32) *TimerID) idIndex {
 	return idIndex{slots: make([]uint64, 1024), mask: 1023, seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
@@ -142,6 +152,9 @@ func (x *idIndex) put(id *TimerID, rec uint32) {
 // no change to the index since. It starts a doubling when the index would
 // be more than half full, and moves some of a doubling under way.
 func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
+	if x.old == nil && x.next == nil && len(x.slots) >= prepareFrom && 8*(x.n+1) > 3*len(x.slots) {
+		x.next, x.nextSlots = prepareNext(2*len(x.slots)), 2*len(x.slots)
+	}
 	if x.old == nil && 2*(x.n+1) > len(x.slots) {
 		x.startGrow()
 		s, _ = x.find(id, s.tag)
@@ -266,14 +279,40 @@ const growStep = 8
 // ever split between moved and unmoved slots.
 func (x *idIndex) startGrow() {
 	x.old, x.oldMask = x.slots, x.mask
-	x.slots = make([]uint64, 2*len(x.old))
-	hugepage.Advise(x.slots) // probed at random: a million ids' slots span 16 MiB
+	if x.next != nil {
+		x.slots, x.next, x.nextSlots = <-x.next, nil, 0
+	} else {
+		x.slots = newTable(2 * len(x.old))
+	}
 	x.mask = uint64(len(x.slots) - 1)
 	x.moveStop = 0
 	for x.old[x.moveStop] != 0 {
 		x.moveStop++
 	}
 	x.cur = x.moveStop
+}
+
+// newTable returns an empty table of n slots, advised to huge pages: it is
+// probed at random, and a million ids' slots span 16 MiB.
+func newTable(n int) []uint64 {
+	t := make([]uint64, n)
+	hugepage.Advise(t)
+	return t
+}
+
+// prepareNext allocates a table of n slots and maps its pages on another
+// goroutine. The inserts that follow a doubling write the new table at
+// random, so that without it the first of them each met a page never
+// touched, and on a virtual machine waited milliseconds for each huge
+// page the kernel mapped (BenchmarkGrowth's doubling-ms).
+func prepareNext(n int) chan []uint64 {
+	next := make(chan []uint64, 1)
+	go func() {
+		t := newTable(n)
+		hugepage.Touch(t)
+		next <- t
+	}()
+	return next
 }
 
 // moveSome moves the next growStep slots of old, and the rest of the run
@@ -350,7 +389,7 @@ func (x *idIndex) each(f func(entry uint64)) {
 	}
 }
 
-func (x *idIndex) bytes() int { return 8 * (len(x.slots) + len(x.old)) }
+func (x *idIndex) bytes() int { return 8 * (len(x.slots) + len(x.old) + x.nextSlots) }
 
 // reserve grows the index at once to hold n ids, so that a bulk load (a
 // snapshot) does not rehash it at every doubling, nor an engine that
@@ -367,8 +406,8 @@ func (x *idIndex) reserve(n int) {
 		return
 	}
 	old := x.slots
-	x.slots = make([]uint64, size)
-	hugepage.Advise(x.slots)
+	x.next, x.nextSlots = nil, 0 // a table asked for the next doubling is too small
+	x.slots = newTable(size)
 	hugepage.Touch(x.slots)
 	x.mask = uint64(size - 1)
 	for _, v := range old {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/timerlane/timerlane/ring"
 )
 
@@ -356,6 +358,45 @@ func TestIndexReserve(t *testing.T) {
 			if x.slots[q] == 0 {
 				t.Fatalf("slot %d is cut off from its home by an empty slot %d", p, q)
 			}
+		}
+	}
+}
+
+// TestIndexPreparesItsDoubling: from three eighths full, a table of
+// prepareFrom slots or more has its doubling's table made ready ahead,
+// which the doubling then takes (and counts in bytes meanwhile); a
+// reserve that outgrows it drops it.
+func TestIndexPreparesItsDoubling(t *testing.T) {
+	const n = 70_000
+	ids := randomIDs(n+1, rand.New(rand.NewPCG(8, 9)))
+	for _, reserveAt := range []int{0, 50_000} {
+		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+		asked := false
+		for i := uint32(1); i <= n; i++ {
+			if int(i) == reserveAt { // past three eighths of 2^17 slots
+				require.NotNil(t, x.next)
+				x.reserve(4 * n)
+				require.Nil(t, x.next, "a reserve drops the table asked for")
+				require.Equal(t, 8*len(x.slots), x.bytes())
+			}
+			slots, preparing := len(x.slots), x.next != nil
+			x.put(&ids[i], i)
+			switch {
+			case len(x.slots) != slots:
+				require.True(t, preparing || slots < prepareFrom, "a doubling of %d slots at %d ids was not made ready", slots, i)
+				require.Nil(t, x.next)
+			case x.next != nil:
+				asked = true
+				require.GreaterOrEqual(t, 8*int(i), 3*len(x.slots))
+				require.Equal(t, 8*(len(x.slots)+len(x.old)+2*len(x.slots)), x.bytes())
+			}
+		}
+		require.True(t, asked)
+		x.finishGrow()
+		for i := uint32(1); i <= n; i++ {
+			got, ok := x.get(&ids[i])
+			require.True(t, ok)
+			require.Equal(t, i, got)
 		}
 	}
 }
