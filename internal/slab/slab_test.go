@@ -83,8 +83,8 @@ func TestBlocks(t *testing.T) {
 		if s.Bytes() != s.Cap()*64+ahead {
 			t.Fatalf("after chunk %d: Bytes %d, Cap %d, %d ahead", k, s.Bytes(), s.Cap(), ahead)
 		}
-		// Half the current block and the next.
-		if limit := 3 * max(blockMin, min(s.Cap()*64/8, blockMax)) / 2; ahead > limit {
+		// An eighth of the current block and the next.
+		if limit := 9 * max(blockMin, min(s.Cap()*64/8, blockMax)) / 8; ahead > limit {
 			t.Fatalf("after chunk %d: %d bytes taken ahead, limit %d", k, ahead, limit)
 		}
 		if have := s.Cap() * 64; have < bigFrom && ahead != 0 {
