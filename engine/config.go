@@ -9,6 +9,10 @@ import (
 	"github.com/timerlane/timerlane/wal"
 )
 
+// MaxPayloadLimit is the largest Config.MaxPayloadBytes: the largest
+// payload the engine's storage holds (1 MiB, CIP-5's limit).
+const MaxPayloadLimit = bytepool.MaxLen
+
 // Config is the engine's configuration. Start from DefaultConfig; zero
 // values are not defaults.
 type Config struct {
@@ -185,8 +189,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s %d: %s", ErrInvalidConfig, field, v, rule)
 	}
 	switch {
-	case c.MaxPayloadBytes > bytepool.MaxLen:
-		return bad("max_payload_bytes", uint64(c.MaxPayloadBytes), fmt.Sprintf("must be <= %d", bytepool.MaxLen))
+	case c.MaxPayloadBytes > MaxPayloadLimit:
+		return bad("max_payload_bytes", uint64(c.MaxPayloadBytes), fmt.Sprintf("must be <= %d", MaxPayloadLimit))
 	case c.MaxHandlerBytes > 1<<16:
 		return bad("max_handler_bytes", uint64(c.MaxHandlerBytes), "must be <= 65536")
 	case c.CyclesPerFire < 1:

@@ -10,7 +10,9 @@ import (
 	"io"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/epoch"
 	"github.com/timerlane/timerlane/internal/trace"
+	"github.com/timerlane/timerlane/ring"
 )
 
 // ErrUnsupported marks a trace that asks for something this engine does
@@ -52,6 +54,7 @@ type runner struct {
 	ending     bool             // the open block's end of block runs
 	sysGC      []gcEvent        // the open block's system cancels, not yet printed
 	stopped    bool             // a handler script's trace error ended the output
+	payloadMax uint64           // the trace's max_payload_bytes when above the engine's
 }
 
 // system is the sender of the trace's system ops: the one system deployer
@@ -202,14 +205,31 @@ func (rn *runner) config(c *trace.Config) error {
 		case !ok:
 		case f.u64 != nil:
 			*f.u64 = v
-		case v > 1<<32-1:
-			return rn.fail("config: %s %d: out of range", f.key, v)
 		default:
-			*f.u32 = uint32(v)
+			*f.u32 = uint32(min(v, 1<<32-1))
 		}
 	}
+	rn.withinStorage(c.Ints)
 	_, err := rn.engine()
 	return err
+}
+
+// withinStorage brings the configuration's values that FORMAT.md leaves
+// unbounded above, and the engine's storage does not, within the engine's
+// bounds where that changes no event (docs/SPEC.md §11): a layout changes
+// none, and an actor cannot hold 2^32 timers. A max_payload_bytes above
+// the largest payload the engine stores runs as that largest, and a
+// payload longer than it that the trace allows is a trace error (see
+// calls): nothing is silently different.
+func (rn *runner) withinStorage(ints map[string]uint64) {
+	c := &rn.cfg
+	if r := c.RingSize; r > ring.MaxSize && r&(r-1) == 0 && c.EpochLength <= r {
+		c.RingSize, c.EpochLength = ring.MaxSize, min(c.EpochLength, ring.MaxSize)
+	}
+	c.EpochCount = min(c.EpochCount, epoch.MaxCount)
+	if v := ints["max_payload_bytes"]; v > engine.MaxPayloadLimit {
+		rn.payloadMax, c.MaxPayloadBytes = v, engine.MaxPayloadLimit
+	}
 }
 
 func (rn *runner) block(h uint64) error {
@@ -330,6 +350,9 @@ func (rn *runner) calls(tx engine.Tx, calls []trace.Call, from *engine.TimerID) 
 				}
 			}
 			res, err = tx.ScheduleFees(height, c.Payload, f)
+			if errors.Is(err, engine.ErrPayloadTooLarge) && uint64(len(c.Payload)) <= rn.payloadMax {
+				return rn.fail("calls[%d]: a payload of %d bytes: max_payload_bytes %d allows it, but this engine stores payloads of at most %d bytes", c.Index, len(c.Payload), rn.payloadMax, engine.MaxPayloadLimit)
+			}
 			cost = res.Cost
 			if err == nil && c.HasLabel && !rn.replaying {
 				rn.labels[c.Label] = res.ID

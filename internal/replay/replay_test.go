@@ -74,3 +74,34 @@ func TestFundUnderFifo(t *testing.T) {
 		t.Fatalf("lane: err = %v, want a trace error on line 3", err)
 	}
 }
+
+// TestBeyondStorageBounds: values FORMAT.md allows above what the engine
+// stores run as the engine's largest where no event can tell (a layout;
+// 2^32 timers per actor), identically, roots included; a max_payload_bytes
+// above the largest payload stored runs too, and only a payload between
+// the two is a trace error, which names both.
+func TestBeyondStorageBounds(t *testing.T) {
+	const body = "{\"op\":\"block\",\"height\":1}\n" +
+		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":3,"payload":"0x0102"},{"call":"schedule","height":2000000,"payload":"0x03"}]}` +
+		"\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":2000001}\n"
+	run := func(config string) string {
+		var out strings.Builder
+		if err := Run(strings.NewReader(config+"\n"+body), &out); err != nil {
+			t.Fatalf("%s: %v", config, err)
+		}
+		return out.String()
+	}
+	beyond := run(`{"op":"config","ring_size":1073741824,"epoch_length":1048576,"epoch_count":2097152,"max_timers_per_actor":1099511627776,"max_payload_bytes":2097152}`)
+	largest := run(`{"op":"config","ring_size":16777216,"epoch_length":1048576,"epoch_count":1048576,"max_timers_per_actor":4294967295,"max_payload_bytes":1048576}`)
+	if beyond != largest || strings.Count(beyond, `"ev":"fire"`) != 2 {
+		t.Fatalf("beyond the bounds:\n%s\nat them:\n%s", beyond, largest)
+	}
+
+	tr := `{"op":"config","max_payload_bytes":2097152}` + "\n{\"op\":\"block\",\"height\":1}\n" +
+		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":3,"payload":"0x` + strings.Repeat("ab", 1<<20+1) + `"}]}` + "\n"
+	err := Run(strings.NewReader(tr), io.Discard)
+	var te *trace.Error
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "line 3: calls[0]: a payload of 1048577 bytes: max_payload_bytes 2097152 allows it") {
+		t.Fatalf("err = %v, want a trace error naming both bounds", err)
+	}
+}
