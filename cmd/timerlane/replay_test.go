@@ -62,6 +62,7 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"lone low surrogate in a key", `{"op":"end","\udc00":1}`, `line 1: \udc00: a UTF-16 low surrogate without its high half`},
 		{"whitespace JSON does not have", "\u00a0{\"op\":\"block\",\"height\":1}", "line 1: not JSON: invalid character U+00A0 outside a string, at byte 0 of the line"},
 		{"a character outside a string", "{\"op\":\"block\",\u2028\"height\":1}", "line 1: not JSON: invalid character U+2028 outside a string, at byte 14 of the line"},
+		{"0X prefix", `{"op":"fund","account":"0XAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","amount":"1"}`, `line 1: account: "0XAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA": must be 0x followed by hex digits`},
 		{"an ASCII error before a character outside a string", "{\"op\":@,\"height\":1}\u00a0", "line 1: not JSON: invalid character '@' looking for beginning of value"},
 		{"rollback below the first block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}\n" + `{"op":"rollback","to":3}`, "line 4: rollback to 3: block 3 was never committed"},
 		{"epoch longer than ring", `{"op":"config","ring_size":4,"epoch_length":8}`, "epoch_length 8"},

@@ -184,13 +184,15 @@ func boolean(v json.RawMessage) (bool, error) {
 	return false, fmt.Errorf("must be true or false, not %s", typeName(v))
 }
 
-// hexBytes parses "0x" + an even number of hex digits.
+// hexBytes parses "0x" + an even number of hex digits of either case. The
+// prefix is "0x" only (FORMAT.md: "0x" + hex, the case being the
+// digits'): "0X" is refused.
 func hexBytes(v json.RawMessage) ([]byte, error) {
 	s, err := str(v)
 	if err != nil {
 		return nil, err
 	}
-	if len(s) < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
+	if len(s) < 2 || s[0] != '0' || s[1] != 'x' {
 		return nil, fmt.Errorf("%q: must be 0x followed by hex digits", short(s))
 	}
 	if len(s)%2 != 0 {
