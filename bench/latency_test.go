@@ -71,12 +71,12 @@ func crowd(tb testing.TB, n int, height func(k int) uint64) (*engine.Engine, []e
 	return e, ids, owners
 }
 
-// BenchmarkCancelLatency: one op cancels, one call a transaction in a
+// BenchmarkLatencyCancel: one op cancels, one call a transaction in a
 // random order, every one of a million timers due at one height of the
 // ring: the bucket's compaction, spread over later cancels, must not make
 // any one of them long (a cancel that rewrote the bucket whole took tens
 // of milliseconds; SPEC §9).
-func BenchmarkCancelLatency(b *testing.B) {
+func BenchmarkLatencyCancel(b *testing.B) {
 	const n = 1 << 20
 	var l latency
 	for b.Loop() {
@@ -102,11 +102,11 @@ func BenchmarkCancelLatency(b *testing.B) {
 	l.report(b)
 }
 
-// BenchmarkSkipEmptyLatency: one op is a SkipEmpty of one block, with a
+// BenchmarkLatencySkipEmpty: one op is a SkipEmpty of one block, with a
 // million timers due within one epoch of the epoch tier ahead: finding
 // the next due height must not read that epoch's bucket at every call
 // (SPEC §9).
-func BenchmarkSkipEmptyLatency(b *testing.B) {
+func BenchmarkLatencySkipEmpty(b *testing.B) {
 	const n, epochStart = 1 << 20, 16 * 1024 // beyond the ring's 4,096 blocks
 	for _, spread := range []uint64{1, 1024} {
 		b.Run(fmt.Sprintf("heights=%d", spread), func(b *testing.B) {
@@ -141,7 +141,7 @@ func BenchmarkSkipEmptyLatency(b *testing.B) {
 	}
 }
 
-// BenchmarkEpochStageLatency: one op runs, one by one and each timed,
+// BenchmarkLatencyEpochStage: one op runs, one by one and each timed,
 // the 1,040 empty blocks around the epoch (1,024 blocks) in which a
 // million timers of one far epoch move from the overflow tier to the
 // epoch tier, a share at every block: no block may pay for the whole
@@ -149,7 +149,7 @@ func BenchmarkSkipEmptyLatency(b *testing.B) {
 // move into chunks of the arena, which grows; with reserved=true the
 // engine made room for them ahead (Engine.Reserve), and no block waits
 // for the kernel to map new memory.
-func BenchmarkEpochStageLatency(b *testing.B) {
+func BenchmarkLatencyEpochStage(b *testing.B) {
 	const n = 1 << 20
 	// Under the default layout (ring 4,096 = 4 epochs of 1,024, 8,192
 	// epochs in the epoch tier), epoch 8,199 is staged during window 3,
