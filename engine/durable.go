@@ -158,11 +158,12 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 // Close closes the engine's log, if it has one, once the snapshot being
 // written in the background, if any, is on disk; a failure of the log
 // that no call reported (a sync, its own or in the background, or that
-// snapshot's write) is returned matching ErrLogFailed. Afterwards every call that would change the state
-// (a block, a transaction, a rollback, a system instruction) fails with
-// ErrClosed, and a call on a Tx still held with ErrTxClosed, as for any
-// transaction that has ended; queries such as Root and Pending still
-// answer. Closing again does nothing. A block left open is not committed.
+// snapshot's write) is returned matching ErrLogFailed. Afterwards every
+// call that would change the state (a block, a transaction, a rollback, a
+// system instruction) fails with ErrClosed, and a call on a Tx still held
+// with ErrTxClosed, as for any transaction that has ended; queries such as
+// Root and Pending still answer. Closing again does nothing. A block left
+// open is not committed.
 func (e *Engine) Close() error {
 	switch e.phase {
 	case phaseClosed:

@@ -42,9 +42,9 @@ type idIndex struct {
 	idOf func(rec uint32) *TimerID
 
 	// The table of the next doubling, made ready on another goroutine
-	// from three eighths full on (see prepareNext), and its slots; nil
+	// from three eighths full on (hugepage.MakeAhead), and its slots; nil
 	// when not asked for.
-	next      chan []uint64
+	next      <-chan []uint64
 	nextSlots int
 }
 
@@ -153,7 +153,11 @@ func (x *idIndex) put(id *TimerID, rec uint32) {
 // be more than half full, and moves some of a doubling under way.
 func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
 	if x.old == nil && x.next == nil && len(x.slots) >= prepareFrom && 8*(x.n+1) > 3*len(x.slots) {
-		x.next, x.nextSlots = prepareNext(2*len(x.slots)), 2*len(x.slots)
+		// The inserts after a doubling write the new table at random:
+		// unmapped, its pages each made the first insert there wait for
+		// the kernel (BenchmarkGrowth's doubling-ms).
+		x.nextSlots = 2 * len(x.slots)
+		x.next = hugepage.MakeAhead[uint64](x.nextSlots)
 	}
 	if x.old == nil && 2*(x.n+1) > len(x.slots) {
 		x.startGrow()
@@ -294,26 +298,7 @@ func (x *idIndex) startGrow() {
 
 // newTable returns an empty table of n slots, advised to huge pages: it is
 // probed at random, and a million ids' slots span 16 MiB.
-func newTable(n int) []uint64 {
-	t := make([]uint64, n)
-	hugepage.Advise(t)
-	return t
-}
-
-// prepareNext allocates a table of n slots and maps its pages on another
-// goroutine. The inserts that follow a doubling write the new table at
-// random, so that without it the first of them each met a page never
-// touched, and on a virtual machine waited milliseconds for each huge
-// page the kernel mapped (BenchmarkGrowth's doubling-ms).
-func prepareNext(n int) chan []uint64 {
-	next := make(chan []uint64, 1)
-	go func() {
-		t := newTable(n)
-		hugepage.Touch(t)
-		next <- t
-	}()
-	return next
-}
+func newTable(n int) []uint64 { return hugepage.Make[uint64](n) }
 
 // moveSome moves the next growStep slots of old, and the rest of the run
 // it is in, into the new table: between calls, every run of old lies

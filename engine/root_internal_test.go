@@ -190,17 +190,7 @@ func TestRootChangesStayBounded(t *testing.T) {
 	most := 0
 	for h := uint64(1); h <= blocks; h++ {
 		for _, e := range []*Engine{silent, asking} {
-			require.NoError(t, e.BeginBlock(h))
-			tx, err := e.Begin(Address{0xab, byte(h)}, h)
-			require.NoError(t, err)
-			for k := range perBlock {
-				_, _, err := tx.Schedule(h+1, []byte{byte(k)})
-				require.NoError(t, err)
-			}
-			require.NoError(t, tx.Commit())
-			_, err = e.EndBlock(nopExec{})
-			require.NoError(t, err)
-			require.NoError(t, e.Commit())
+			scheduleBlock(t, e, h, perBlock)
 		}
 		asking.Root()
 		most = max(most, len(silent.root.dirty))
@@ -222,17 +212,7 @@ func TestRootChangesReuseTheirList(t *testing.T) {
 	const perBlock = 200 // a flush about every 160 blocks
 	run := func(from, to uint64) {
 		for h := from; h <= to; h++ {
-			require.NoError(t, e.BeginBlock(h))
-			tx, err := e.Begin(Address{0xab, byte(h)}, h)
-			require.NoError(t, err)
-			for k := range perBlock {
-				_, _, err := tx.Schedule(h+1, []byte{byte(k)})
-				require.NoError(t, err)
-			}
-			require.NoError(t, tx.Commit())
-			_, err = e.EndBlock(nopExec{})
-			require.NoError(t, err)
-			require.NoError(t, e.Commit())
+			scheduleBlock(t, e, h, perBlock)
 		}
 	}
 	run(1, 1000) // past the first flushes and every actor's first timer
@@ -245,4 +225,21 @@ func TestRootChangesReuseTheirList(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated by 1000 blocks")
 	require.NoError(t, e.CheckRoot())
+}
+
+// scheduleBlock runs block h: one transaction of actor {0xab, h} schedules
+// n timers for the next block, and the timers due fire.
+func scheduleBlock(t *testing.T, e *Engine, h uint64, n int) {
+	t.Helper()
+	require.NoError(t, e.BeginBlock(h))
+	tx, err := e.Begin(Address{0xab, byte(h)}, h)
+	require.NoError(t, err)
+	for k := range n {
+		_, _, err := tx.Schedule(h+1, []byte{byte(k)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit())
+	_, err = e.EndBlock(nopExec{})
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
 }

@@ -37,6 +37,34 @@ func onSnapshotTemp(height uint64, kind errorfs.OpKind, fault errorfs.Fault, hol
 	})
 }
 
+// heldSnapshot is a filesystem over a Mem whose snapshot at one height
+// waits at one of its operations (which then fails with a given fault)
+// until release is closed, having closed held; once armed, the segments'
+// operations of one kind fail with EIO.
+type heldSnapshot struct {
+	fs            vfs.FS
+	armed         atomic.Bool
+	held, release chan struct{}
+}
+
+func holdSnapshot(m vfs.FS, height uint64, holdAt errorfs.OpKind, fault errorfs.Fault, segKind errorfs.OpKind) *heldSnapshot {
+	h := &heldSnapshot{held: make(chan struct{}), release: make(chan struct{})}
+	hold := onSnapshotTemp(height, holdAt, fault, func() {
+		close(h.held)
+		<-h.release
+	})
+	h.fs = errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		switch {
+		case strings.HasSuffix(op.Path, tempName(height)): // the job's goroutine only
+			return hold.Inject(op)
+		case h.armed.Load() && op.Kind == segKind && strings.HasSuffix(op.Path, segSuffix):
+			return errorfs.Fault{Err: errorfs.EIO}
+		}
+		return errorfs.Fault{}
+	}))
+	return h
+}
+
 // TestStartSnapshotGoesOnInBackground: StartSnapshot returns while the
 // snapshot's file is still being written (its fsync held here), blocks
 // are appended meanwhile, and once the file is in place the snapshot
@@ -335,35 +363,21 @@ func TestFailedLogInstallsNoSnapshot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := vfs.NewMem()
-			release, held := make(chan struct{}), make(chan struct{})
-			hold := onSnapshotTemp(20, tc.holdAt, errorfs.Fault{}, func() {
-				close(held)
-				<-release
-			})
-			var armed atomic.Bool
-			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
-				switch {
-				case strings.HasSuffix(op.Path, tempName(20)): // the job's goroutine only
-					return hold.Inject(op)
-				case armed.Load() && op.Kind == tc.kind && strings.HasSuffix(op.Path, segSuffix):
-					return errorfs.Fault{Err: errorfs.EIO}
-				}
-				return errorfs.Fault{}
-			})
-			l, _ := openCheck(t, errorfs.Wrap(m, inj), "/wal", Options{SegmentSize: 900, RetainSnapshots: 1, Sync: tc.sync})
+			h := holdSnapshot(m, 20, tc.holdAt, errorfs.Fault{}, tc.kind)
+			l, _ := openCheck(t, h.fs, "/wal", Options{SegmentSize: 900, RetainSnapshots: 1, Sync: tc.sync})
 			appendRange(t, l, 1, 20)
 			snapshot(t, l, 10)
 			before := listDir(t, m, "/wal")
 			if err := l.StartSnapshot(20, fillWith(stateFor(20))); err != nil {
 				t.Fatal(err)
 			}
-			<-held
-			armed.Store(true)
+			<-h.held
+			h.armed.Store(true)
 			err := l.Append(21, bodyFor(21))
 			for err == nil && l.Err() == nil { // the background sync fails
 				time.Sleep(time.Millisecond)
 			}
-			close(release)
+			close(h.release)
 			if err := l.WaitSnapshot(); !errors.Is(err, ErrFailed) || !errors.Is(err, errorfs.EIO) {
 				t.Fatalf("WaitSnapshot: %v, want the log's failure", err)
 			}
@@ -403,30 +417,16 @@ func TestCloseReportsFailure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := vfs.NewMem()
-			release, held := make(chan struct{}), make(chan struct{})
-			hold := onSnapshotTemp(5, errorfs.OpSync, errorfs.Fault{Err: tc.snapErr}, func() {
-				close(held)
-				<-release
-			})
-			var armed atomic.Bool
-			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
-				switch {
-				case strings.HasSuffix(op.Path, tempName(5)): // the job's goroutine only
-					return hold.Inject(op)
-				case armed.Load() && op.Kind == errorfs.OpSync && strings.HasSuffix(op.Path, segSuffix):
-					return errorfs.Fault{Err: errorfs.EIO}
-				}
-				return errorfs.Fault{}
-			})
-			l, _ := openCheck(t, errorfs.Wrap(m, inj), "/wal", Options{Sync: SyncInterval(time.Millisecond)})
+			h := holdSnapshot(m, 5, errorfs.OpSync, errorfs.Fault{Err: tc.snapErr}, errorfs.OpSync)
+			l, _ := openCheck(t, h.fs, "/wal", Options{Sync: SyncInterval(time.Millisecond)})
 			appendRange(t, l, 1, 5)
 			if tc.snapshot {
 				if err := l.StartSnapshot(5, fillWith(stateFor(5))); err != nil {
 					t.Fatal(err)
 				}
-				<-held
+				<-h.held
 			}
-			armed.Store(true)
+			h.armed.Store(true)
 			appendRange(t, l, 6, 6)
 			for deadline := time.Now().Add(5 * time.Second); l.Err() == nil; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
@@ -451,7 +451,7 @@ func TestCloseReportsFailure(t *testing.T) {
 				}
 			}
 			if tc.snapshot {
-				close(release)
+				close(h.release)
 			}
 			if tc.call == "wait" {
 				if err := l.WaitSnapshot(); !isSyncs(err) {

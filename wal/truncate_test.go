@@ -908,15 +908,7 @@ func TestTruncateReadsWhatItKeeps(t *testing.T) {
 // it does not rely on, and writes a snapshot at the height instead.
 func TestTruncateChecksTheSnapshotItRelies(t *testing.T) {
 	m := vfs.NewMem()
-	opts := Options{SegmentSize: 800, Logf: quiet} // the log's start goes with the snapshots
-	l, _ := openCheck(t, m, "/wal", opts)
-	appendRange(t, l, 1, 80)
-	snapshot(t, l, 80)
-	appendRange(t, l, 81, 100)
-	snapshot(t, l, 100)
-	appendRange(t, l, 101, 105)
-	l.Close()
-	flipBit(t, m, "/wal/"+snapshotName(80), 40, 0)
+	opts := damagedOlderSnapshot(t, m, m)
 	l, got := openCheck(t, m, "/wal", opts)
 	if got.snap != 100 {
 		t.Fatalf("opened %+v", got)
@@ -953,16 +945,8 @@ func TestTruncateReplacesDamagedSnapshot(t *testing.T) {
 		}
 		return errorfs.Fault{}
 	}))
-	opts := Options{SegmentSize: 800, Logf: quiet} // the log's start goes with the snapshots
+	opts := damagedOlderSnapshot(t, m, fsys)
 	l, _ := openCheck(t, fsys, "/wal", opts)
-	appendRange(t, l, 1, 80)
-	snapshot(t, l, 80)
-	appendRange(t, l, 81, 100)
-	snapshot(t, l, 100)
-	appendRange(t, l, 101, 105)
-	l.Close()
-	flipBit(t, m, "/wal/"+snapshotName(80), 40, 0)
-	l, _ = openCheck(t, fsys, "/wal", opts)
 	if err := l.Truncate(80, writeState(80)); err != nil {
 		t.Fatal(err)
 	}
@@ -987,4 +971,21 @@ func TestTruncateReplacesDamagedSnapshot(t *testing.T) {
 	} else {
 		l.Close()
 	}
+}
+
+// damagedOlderSnapshot writes through fsys, over m, a closed log of 105
+// records with snapshots at 80 and 100, the one at 80 damaged, and returns
+// its Options.
+func damagedOlderSnapshot(t *testing.T, m *vfs.MemFS, fsys vfs.FS) Options {
+	t.Helper()
+	opts := Options{SegmentSize: 800, Logf: quiet} // the log's start goes with the snapshots
+	l, _ := openCheck(t, fsys, "/wal", opts)
+	appendRange(t, l, 1, 80)
+	snapshot(t, l, 80)
+	appendRange(t, l, 81, 100)
+	snapshot(t, l, 100)
+	appendRange(t, l, 101, 105)
+	l.Close()
+	flipBit(t, m, "/wal/"+snapshotName(80), 40, 0)
+	return opts
 }

@@ -80,3 +80,25 @@ func Touch[T any](s []T) {
 		atomic.AddUint32((*uint32)(unsafe.Add(base, a-p)), 0)
 	}
 }
+
+// Make returns a new array of n elements, advised (Advise).
+func Make[T any](n int) []T {
+	s := make([]T, n)
+	Advise(s)
+	return s
+}
+
+// MakeAhead makes the array of Make on another goroutine and maps its
+// pages (Touch), and delivers it on the channel: an array the caller will
+// need soon, whose zeroing and page faults (milliseconds for each huge
+// page on a virtual machine, whose host maps it too) then fall on no call
+// that waits for them.
+func MakeAhead[T any](n int) <-chan []T {
+	ready := make(chan []T, 1)
+	go func() {
+		s := Make[T](n)
+		Touch(s)
+		ready <- s
+	}()
+	return ready
+}

@@ -99,3 +99,19 @@ func TestTouchLeavesDataAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeAhead: the array made on another goroutine arrives whole and
+// zeroed, for sizes below, at and above a huge page.
+func TestMakeAhead(t *testing.T) {
+	for _, n := range []int{0, 1, Size / 8, 3 * Size / 8} {
+		s := <-MakeAhead[uint64](n)
+		if len(s) != n {
+			t.Fatalf("MakeAhead(%d): %d elements", n, len(s))
+		}
+		for i, v := range s {
+			if v != 0 {
+				t.Fatalf("MakeAhead(%d): element %d is %d", n, i, v)
+			}
+		}
+	}
+}

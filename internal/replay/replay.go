@@ -196,8 +196,6 @@ func (rn *runner) config(c *trace.Config) error {
 		{"ring_size", &rn.cfg.RingSize, nil},
 		{"epoch_length", &rn.cfg.EpochLength, nil},
 		{"epoch_count", &rn.cfg.EpochCount, nil},
-		{"max_timers_per_actor", nil, &rn.cfg.MaxTimersPerActor},
-		{"max_payload_bytes", nil, &rn.cfg.MaxPayloadBytes},
 		{"max_handler_bytes", nil, &rn.cfg.MaxHandlerBytes},
 	} {
 		v, ok := c.Ints[f.key]
@@ -205,8 +203,10 @@ func (rn *runner) config(c *trace.Config) error {
 		case !ok:
 		case f.u64 != nil:
 			*f.u64 = v
+		case v > 1<<32-1:
+			return rn.fail("config: %s %d: out of range", f.key, v)
 		default:
-			*f.u32 = uint32(min(v, 1<<32-1))
+			*f.u32 = uint32(v)
 		}
 	}
 	rn.withinStorage(c.Ints)
@@ -227,8 +227,14 @@ func (rn *runner) withinStorage(ints map[string]uint64) {
 		c.RingSize, c.EpochLength = ring.MaxSize, min(c.EpochLength, ring.MaxSize)
 	}
 	c.EpochCount = min(c.EpochCount, epoch.MaxCount)
-	if v := ints["max_payload_bytes"]; v > engine.MaxPayloadLimit {
-		rn.payloadMax, c.MaxPayloadBytes = v, engine.MaxPayloadLimit
+	if v, ok := ints["max_timers_per_actor"]; ok {
+		c.MaxTimersPerActor = uint32(min(v, 1<<32-1))
+	}
+	if v, ok := ints["max_payload_bytes"]; ok {
+		c.MaxPayloadBytes = uint32(min(v, engine.MaxPayloadLimit))
+		if v > engine.MaxPayloadLimit {
+			rn.payloadMax = v
+		}
 	}
 }
 

@@ -42,7 +42,7 @@ type Slab[T any] struct {
 
 	// The next block, on its way from another goroutine, and its length;
 	// nil when not asked for.
-	next    chan []T
+	next    <-chan []T
 	nextLen int
 }
 
@@ -93,7 +93,7 @@ func (s *Slab[T]) newChunk() []T {
 					return make([]T, chunk)
 				}
 			} else {
-				b = newBlock[T](blockLen(have, size))
+				b = hugepage.Make[T](blockLen(have, size))
 			}
 			s.spare, s.askAt = b, len(b)/8
 		}
@@ -103,13 +103,8 @@ func (s *Slab[T]) newChunk() []T {
 	// The next block is asked for from the chunk before the first block
 	// on, so that the first block is made ready ahead too.
 	if s.next == nil && have+size >= bigFrom && len(s.spare) <= s.askAt {
-		next, n := make(chan []T, 1), blockLen(have+size, size)
-		go func() {
-			b := newBlock[T](n)
-			hugepage.Touch(b)
-			next <- b
-		}()
-		s.next, s.nextLen = next, n
+		s.nextLen = blockLen(have+size, size)
+		s.next = hugepage.MakeAhead[T](s.nextLen)
 	}
 	return c
 }
@@ -118,13 +113,6 @@ func (s *Slab[T]) newChunk() []T {
 // size bytes takes next.
 func blockLen(have, size int) int {
 	return max(1, max(blockMin, min(have/8, blockMax))/size) * chunk
-}
-
-// newBlock allocates a block of n elements, advised to huge pages.
-func newBlock[T any](n int) []T {
-	b := make([]T, n)
-	hugepage.Advise(b)
-	return b
 }
 
 // Cap is the number of elements the slab holds without growing.
