@@ -91,8 +91,10 @@ type Engine struct {
 	txs      txState // the open transaction, if any
 	undo     []undo
 	due      []uint32
-	tags     []uint64 // id hashes of the due timers, for take
-	bulk     []uint32 // a restore's records, not in the id index yet (nil: not restoring)
+	tags     []uint64     // id hashes of the due timers, for take
+	back     []ring.Entry // a rollback's timers to put back in the queue (undoFrom)
+	rebuilds int          // Stats.QueueRebuilds
+	bulk     []uint32     // a restore's records, not in the id index yet (nil: not restoring)
 	del      Delivery
 	lastFire FireResult
 	obsPanic any // the first panic of the Observer in this call, raised again at its end
@@ -869,6 +871,11 @@ type Stats struct {
 	// RollbackDepth blocks fired or cancelled). Its peak is the n that
 	// Reserve needs.
 	Records int
+	// QueueRebuilds counts the rollbacks (and returns to the durable block
+	// after a log failure) that rebuilt the calendar queue from every
+	// pending timer, rather than running it back in place (docs/SPEC.md
+	// §14): those cost a pass over the pending timers.
+	QueueRebuilds int
 }
 
 // Stats returns the current figures.
@@ -880,5 +887,6 @@ func (e *Engine) Stats() Stats {
 	s.DataBytes = e.data.Bytes()
 	s.OverflowTombstones = e.q.Tombstones()
 	s.Records = int(e.nrecs) - 1 - e.free.Len() // record 0 is never used
+	s.QueueRebuilds = e.rebuilds
 	return s
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/prefetch"
+	"github.com/timerlane/timerlane/ring"
 )
 
 // Rollback (reorgs). The engine keeps, for each of the last
@@ -27,11 +29,13 @@ import (
 // A removed or taken timer's record is not freed until its block leaves the
 // history, so taking the removal back relinks the record as it was.
 //
-// Rollback undoes the blocks newest first, then rebuilds the calendar
-// queue from the pending timers in insertion order: the tiers cannot run
-// backwards, and rebuilding places every timer where a node that never saw
-// the rolled-back blocks would have it. The cost is the undone operations
-// plus one pass over the pending timers.
+// Rollback undoes the blocks newest first. The calendar queue runs back in
+// place when no window of the tiers began in the undone blocks and what
+// they took out of it goes back to ring buckets (calendar.Queue.Rewind):
+// the cost is then the undone operations, whatever is pending. Otherwise
+// it is rebuilt from the pending timers in insertion order, which places
+// every timer where a node that never saw the rolled-back blocks would
+// have it, for one pass over the pending timers more.
 
 // DefaultRollbackDepth is the rollback depth of DefaultConfig (R).
 const DefaultRollbackDepth = 256
@@ -335,15 +339,72 @@ func (e *Engine) Rollback(to uint64) error {
 	return nil
 }
 
-// undoFrom takes back history blocks k and later, then rebuilds the queue.
+// undoFrom takes back history blocks k and later, and with them the
+// calendar queue: in place when it can (calendar.Queue.Rewind), else
+// rebuilt from the pending timers.
 func (e *Engine) undoFrom(k int) error {
+	back, inPlace := e.unqueueUndone(k)
 	for e.hist.blocks.len() > k {
 		if err := e.undoBlock(e.hist.blocks.len() - 1); err != nil {
 			return err
 		}
 	}
-	e.requeue()
+	if inPlace {
+		// Those scheduled after the target are gone with their blocks.
+		back = slices.DeleteFunc(back, func(x ring.Entry) bool { return x.Seq >= e.seq })
+		inPlace = e.q.Rewind(e.height, e.seq, back)
+	}
+	e.back = back[:0]
+	if !inPlace {
+		e.rebuilds++
+		e.requeue()
+	}
 	return nil
+}
+
+// unqueueUndone readies history blocks k and later to be undone with the
+// calendar queue run back in place: it takes out of the queue the timers
+// those blocks scheduled that are still in it, and returns every timer
+// they took out of it (fired, cancelled or collected), which the queue
+// must get back if it was pending before them. It reports false, changing
+// nothing, while timers wait on the lane's deferred list: the target's
+// list may differ from it, and requeue builds both.
+func (e *Engine) unqueueUndone(k int) ([]ring.Entry, bool) {
+	h := e.hist
+	if len(e.lane.deferred) > 0 {
+		return nil, false
+	}
+	back := e.back[:0]
+	if k == h.blocks.len() {
+		return back, true // nothing to undo
+	}
+	took := func(i uint32) {
+		r := e.recs.At(i)
+		back = append(back, ring.Entry{Height: r.height, Seq: r.seq, Val: i})
+	}
+	from, end := h.blocks.at(k), h.end(h.blocks.len()-1)
+	for a := from.ops; a < end.ops; {
+		span := h.ops.seg(a, end.ops)
+		a += uint64(len(span))
+		for _, u := range span {
+			switch u.kind {
+			case undoSchedule:
+				if j, ok := e.ids.get(&e.recs.At(u.rec).id); ok && j == u.rec {
+					e.unqueue(u.rec, false)
+				}
+			case undoCancel:
+				took(u.rec)
+			}
+		}
+	}
+	for a := from.taken; a < end.taken; {
+		span := h.taken.seg(a, end.taken)
+		a += uint64(len(span))
+		for _, t := range span {
+			took(t.rec)
+		}
+	}
+	return back, true
 }
 
 // failLog, between blocks, makes the engine refuse blocks after its log

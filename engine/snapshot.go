@@ -118,7 +118,8 @@ func (e *Engine) appendTimerEntry(b []byte, i uint32) []byte {
 }
 
 // pendingBySeq lists the pending timers' records in insertion order, from
-// the id index (the queue may be stale: a rollback rebuilds it from this).
+// the id index (the queue may be stale: a rollback that cannot run it back
+// in place rebuilds it from this).
 func (e *Engine) pendingBySeq() []uint32 {
 	out := make([]uint32, 0, e.pending)
 	e.ids.each(func(s uint64) { out = append(out, uint32(s)) })

@@ -350,7 +350,8 @@ func (e *Engine) revertTx() {
 
 // undoOp takes back one call: a cancel relinks the record, an extend
 // restores the fees, a schedule unlinks and frees the record (taking it out
-// of the queue first if queued: a rollback rebuilds the queue instead).
+// of the queue first if queued: a rollback sees to the queue itself, see
+// undoFrom).
 func (e *Engine) undoOp(u undo, queued bool) {
 	r := e.recs.At(u.rec)
 	switch u.kind {

@@ -121,12 +121,17 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 	nTreeNext += nDeadNext
 	// Every bucket holds one height (the ring, staging) or one epoch (the
 	// epoch tier): a walk in bucket order from the right bucket.
+	// A ring bucket, one height, is in seq order: its delivery order.
 	for x := range q.ring.Size() {
-		h := first + x
+		h, last := first+x, uint64(0)
 		q.ring.Bucket(h).Walk(q.C, func(e ring.Entry) {
 			if e.Height != h {
 				fail("ring bucket of %d holds height %d", h, e.Height)
 			}
+			if e.Seq <= last {
+				fail("ring bucket of %d holds seq %d after %d", h, e.Seq, last)
+			}
+			last = e.Seq
 		})
 	}
 	for i := range q.length {

@@ -1,0 +1,166 @@
+package calendar_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/timerlane/timerlane/internal/calendar"
+	"github.com/timerlane/timerlane/ring"
+)
+
+// rewindQueue is a queue under layout (16, 8, 3), so a ring of heights
+// 0..15 at first, with the positions of its timers (by Val = seq) kept as
+// an owner keeps them, and the timers it killed.
+type rewindQueue struct {
+	q      *calendar.Queue
+	pos    map[uint32]ring.Pos
+	killed map[uint32]bool
+}
+
+func newRewindQueue(t *testing.T) *rewindQueue {
+	rq := &rewindQueue{pos: map[uint32]ring.Pos{}, killed: map[uint32]bool{}}
+	q, err := calendar.New(calendar.Layout{RingSize: 16, EpochLength: 8, EpochCount: 3}, func(v uint32, p ring.Pos) { rq.pos[v] = p })
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.SetResident(func(v uint32, _ uint64) bool { return !rq.killed[v] })
+	rq.q = q
+	return rq
+}
+
+func (rq *rewindQueue) insert(h, seq uint64) {
+	rq.pos[uint32(seq)] = rq.q.Insert(ring.Entry{Height: h, Seq: seq, Val: uint32(seq)})
+}
+
+func (rq *rewindQueue) kill(h, seq uint64) {
+	rq.q.Kill(h, seq, rq.pos[uint32(seq)])
+	rq.killed[uint32(seq)] = true
+}
+
+// take moves to height h and returns the seqs due there.
+func (rq *rewindQueue) take(h uint64) []uint64 {
+	rq.q.Advance(h)
+	var seqs []uint64
+	it := rq.q.Take()
+	for x, ok := it.Next(rq.q.C); ok; x, ok = it.Next(rq.q.C) {
+		seqs = append(seqs, x.Seq)
+	}
+	return seqs
+}
+
+func (rq *rewindQueue) contents() []ring.Entry {
+	var es []ring.Entry
+	rq.q.Walk(func(e ring.Entry, _ calendar.Tier) { es = append(es, e) })
+	return es
+}
+
+// TestRewind: the queue runs back in place, its timers put back in seq
+// order among those of their heights, or refuses and changes nothing.
+func TestRewind(t *testing.T) {
+	at := func(h, seq uint64) ring.Entry { return ring.Entry{Height: h, Seq: seq, Val: uint32(seq)} }
+	tests := []struct {
+		name  string
+		setup func(rq *rewindQueue) // ends at height 3 or later
+		to    uint64
+		next  uint64
+		back  []ring.Entry
+		ok    bool
+		due   map[uint64][]uint64 // after the rewind: height -> seqs due
+	}{{
+		name: "fired timers come back",
+		setup: func(rq *rewindQueue) {
+			rq.insert(4, 1)
+			rq.insert(5, 2)
+			rq.insert(4, 3)
+			rq.insert(5, 4)
+			rq.take(4)
+			rq.take(5)
+		},
+		to: 3, next: 5, back: []ring.Entry{at(5, 4), at(4, 3), at(5, 2), at(4, 1)}, ok: true,
+		due: map[uint64][]uint64{4: {1, 3}, 5: {2, 4}},
+	}, {
+		name: "a cancelled timer comes back between the others",
+		setup: func(rq *rewindQueue) {
+			for seq := uint64(1); seq <= 5; seq++ {
+				rq.insert(9, seq)
+			}
+			rq.q.Advance(3)
+			rq.kill(9, 2)
+			rq.kill(9, 4)
+		},
+		to: 3, next: 6, back: []ring.Entry{at(9, 4), at(9, 2)}, ok: true,
+		due: map[uint64][]uint64{9: {1, 2, 3, 4, 5}},
+	}, {
+		name: "a window began after the target",
+		setup: func(rq *rewindQueue) {
+			rq.insert(9, 1)
+			rq.take(8)
+		},
+		to: 7, next: 2, ok: false,
+	}, {
+		name: "a timer due at the target or before",
+		setup: func(rq *rewindQueue) {
+			rq.insert(4, 1)
+			rq.take(4)
+		},
+		to: 4, next: 2, back: []ring.Entry{at(4, 1)}, ok: false,
+	}, {
+		name: "a timer beyond the ring",
+		setup: func(rq *rewindQueue) {
+			rq.insert(20, 1)
+			rq.q.Advance(3)
+			rq.kill(20, 1)
+		},
+		to: 3, next: 2, back: []ring.Entry{at(20, 1)}, ok: false,
+	}, {
+		name: "a tombstone in the tree of a seq to be given again",
+		setup: func(rq *rewindQueue) {
+			rq.insert(100, 1)
+			rq.insert(200, 2)
+			rq.q.Advance(3)
+			rq.kill(200, 2)
+		},
+		to: 3, next: 2, ok: false,
+	}, {
+		name: "a tombstone in the tree of an older seq",
+		setup: func(rq *rewindQueue) {
+			rq.insert(100, 1)
+			rq.insert(200, 2)
+			rq.q.Advance(3)
+			rq.kill(200, 2)
+		},
+		to: 3, next: 3, ok: true,
+		due: map[uint64][]uint64{100: {1}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rq := newRewindQueue(t)
+			tc.setup(rq)
+			h, before := rq.q.Height(), rq.contents()
+			back := slices.Clone(tc.back)
+			if got := rq.q.Rewind(tc.to, tc.next, back); got != tc.ok {
+				t.Fatalf("Rewind(%d, %d) = %v, want %v", tc.to, tc.next, got, tc.ok)
+			}
+			if !tc.ok {
+				if rq.q.Height() != h || !slices.Equal(rq.contents(), before) {
+					t.Fatalf("a refused Rewind changed the queue: height %d -> %d, %v -> %v", h, rq.q.Height(), before, rq.contents())
+				}
+				return
+			}
+			for _, e := range tc.back {
+				delete(rq.killed, e.Val)
+			}
+			if rq.q.Height() != tc.to {
+				t.Fatalf("height %d after Rewind(%d)", rq.q.Height(), tc.to)
+			}
+			if err := rq.q.Verify(func(v uint32) (ring.Pos, bool) { p, ok := rq.pos[v]; return p, ok }); err != nil {
+				t.Fatal(err)
+			}
+			for h := tc.to + 1; h <= 200; h++ {
+				if got := rq.take(h); !slices.Equal(got, tc.due[h]) {
+					t.Errorf("due at %d: %v, want %v", h, got, tc.due[h])
+				}
+			}
+		})
+	}
+}
