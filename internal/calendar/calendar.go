@@ -146,7 +146,8 @@ type Queue struct {
 	dead     int
 	deadKeys []ring.Entry
 
-	keys keySorter // purge's
+	keys    keySorter    // purge's
+	rebuild []ring.Entry // Rewind's
 }
 
 // purgeFloor is how many more tombstones than twice its timers the tree

@@ -17,17 +17,21 @@ import (
 // run backwards in place and the caller must build it anew:
 //
 //   - a window began after h: the ring and the stages moved on;
-//   - a timer of back is not due in the ring after h: only a ring bucket
-//     holds a single height, where a timer can be put back among the
-//     others in sequence order by rebuilding it;
-//   - the tree names a tombstone with a sequence of next or above: that
-//     sequence will be given again, and the resident check (SetResident)
-//     or a purge would take the new timer for the killed one.
+//   - a timer of back is due at h or before, or belongs in a stage (the
+//     staged epoch, or the overflow stage's part of the tree), whose
+//     sources are taken in order a prefix at a time;
+//   - the tree names a tombstone with a sequence of next or above (that
+//     sequence will be given again, and the resident check of SetResident
+//     or a purge would take the new timer for the killed one), or with the
+//     height and sequence of a timer of back (which it would hold twice).
 //
 // Otherwise nothing else depends on the height: the stages may hold more
 // than an Advance to h would have moved, which is still a prefix of their
 // sources (see the package documentation), and the shares that follow
-// count what is left. back is sorted in place.
+// count what is left. A timer goes back into the ring bucket of its
+// height, the epoch bucket of its epoch or the tree, in sequence order
+// among those of its height there: each bucket that gets timers back is
+// rebuilt in sequence order. back is sorted in place.
 func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 	q.noBulk()
 	if h > q.cur {
@@ -37,7 +41,7 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 		return false
 	}
 	for _, e := range back {
-		if e.Height <= h || e.Height > q.ringEnd {
+		if e.Height <= h || q.staged(e) {
 			return false
 		}
 	}
@@ -46,37 +50,67 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 			return false
 		}
 	}
+	for _, e := range back {
+		if e.Height > q.epochEnd && slices.ContainsFunc(q.deadKeys, func(k ring.Entry) bool { return k.Height == e.Height && k.Seq == e.Seq }) {
+			return false
+		}
+	}
 	q.cur = h
 	slices.SortFunc(back, func(a, b ring.Entry) int {
 		return cmp.Or(cmp.Compare(a.Height, b.Height), cmp.Compare(a.Seq, b.Seq))
 	})
 	for len(back) > 0 {
-		n := 1
-		for n < len(back) && back[n].Height == back[0].Height {
-			n++
+		x, n := back[0], 1
+		switch {
+		case x.Height <= q.ringEnd: // one height a bucket
+			for n < len(back) && back[n].Height == x.Height {
+				n++
+			}
+			q.rebuildWith(&q.ring.Buckets, x.Height&(q.ring.Size()-1), back[:n])
+		case x.Height <= q.epochEnd: // one epoch a bucket
+			e := q.epochs.Of(x.Height)
+			for n < len(back) && q.epochs.Of(back[n].Height) == e {
+				n++
+			}
+			q.rebuildWith(&q.epochs.Buckets, q.epochs.Index(e), back[:n])
+		default:
+			q.place(x)
 		}
-		q.mergeBack(back[:n])
 		back = back[n:]
 	}
 	return true
 }
 
-// mergeBack rebuilds the ring bucket of back's height, all in seq order,
-// with back among its timers in seq order, reporting every position.
-func (q *Queue) mergeBack(back []ring.Entry) {
-	h := back[0].Height
-	it := q.ring.Take(h) // detached: the pushes below fill a new bucket
-	x, ok := it.Next(q.C)
-	for _, b := range back {
-		for ; ok && x.Seq < b.Seq; x, ok = it.Next(q.C) {
-			q.report(x, q.ring.Push(q.C, x))
-		}
-		if ok && x.Seq == b.Seq {
-			panic(fmt.Sprintf("calendar: (%d, %d) put back while resident", h, b.Seq))
-		}
-		q.report(b, q.ring.Push(q.C, b))
+// staged reports whether timer e, of the epoch tier or beyond, belongs in
+// a stage: the staged epoch's heights, or the overflow stage's bound.
+func (q *Queue) staged(e ring.Entry) bool {
+	switch {
+	case e.Height <= q.ringEnd:
+		return false
+	case e.Height <= q.epochEnd:
+		return e.Height-q.stageLo < q.length
 	}
-	for ; ok; x, ok = it.Next(q.C) {
-		q.report(x, q.ring.Push(q.C, x))
+	return q.inOstage(e.Height, e.Seq)
+}
+
+// rebuildWith rebuilds bucket i of s with back among its timers, all in
+// sequence order (per height, the order of delivery; a stage later takes
+// an epoch bucket's timers as a prefix of that order, which any order that
+// keeps each height's is), reporting every position.
+func (q *Queue) rebuildWith(s *ring.Buckets, i uint64, back []ring.Entry) {
+	es := q.rebuild[:0]
+	it := s.Take(i) // detached: the pushes below fill it anew
+	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
+		es = append(es, x)
 	}
+	es = append(es, back...)
+	slices.SortFunc(es, func(a, b ring.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	for k, x := range es {
+		if k > 0 && es[k-1].Seq == x.Seq {
+			panic(fmt.Sprintf("calendar: (%d, %d) put back while resident", x.Height, x.Seq))
+		}
+		q.report(x, s.Push(q.C, i, x))
+	}
+	clear(es)
+	q.rebuild = es[:0]
 }

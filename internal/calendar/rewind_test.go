@@ -8,8 +8,9 @@ import (
 	"github.com/timerlane/timerlane/ring"
 )
 
-// rewindQueue is a queue under layout (16, 8, 3), so a ring of heights
-// 0..15 at first, with the positions of its timers (by Val = seq) kept as
+// rewindQueue is a queue under layout (16, 8, 3): at first the ring holds
+// heights 0..15, the epoch tier 16..39 (16..23 the staged epoch), the tree
+// the rest (40..47 the overflow stage's epoch), with the positions of its timers (by Val = seq) kept as
 // an owner keeps them, and the timers it killed.
 type rewindQueue struct {
 	q      *calendar.Queue
@@ -34,6 +35,12 @@ func (rq *rewindQueue) insert(h, seq uint64) {
 
 func (rq *rewindQueue) kill(h, seq uint64) {
 	rq.q.Kill(h, seq, rq.pos[uint32(seq)])
+	rq.killed[uint32(seq)] = true
+}
+
+// remove is kill without a tombstone in the tree, as when it is large.
+func (rq *rewindQueue) remove(h, seq uint64) {
+	rq.q.Remove(h, seq, rq.pos[uint32(seq)])
 	rq.killed[uint32(seq)] = true
 }
 
@@ -105,13 +112,55 @@ func TestRewind(t *testing.T) {
 		},
 		to: 4, next: 2, back: []ring.Entry{at(4, 1)}, ok: false,
 	}, {
-		name: "a timer beyond the ring",
+		name: "cancelled timers come back to an epoch bucket",
+		setup: func(rq *rewindQueue) {
+			rq.insert(30, 1)
+			rq.insert(25, 2)
+			rq.insert(30, 3)
+			rq.insert(30, 4)
+			rq.q.Advance(3)
+			rq.kill(30, 3)
+			rq.kill(25, 2)
+		},
+		to: 3, next: 5, back: []ring.Entry{at(30, 3), at(25, 2)}, ok: true,
+		due: map[uint64][]uint64{25: {2}, 30: {1, 3, 4}},
+	}, {
+		name: "a cancelled timer comes back to the tree",
+		setup: func(rq *rewindQueue) {
+			for seq := uint64(1); seq <= 3; seq++ {
+				rq.insert(100, seq)
+			}
+			rq.q.Advance(3)
+			rq.remove(100, 2)
+		},
+		to: 3, next: 4, back: []ring.Entry{at(100, 2)}, ok: true,
+		due: map[uint64][]uint64{100: {1, 2, 3}},
+	}, {
+		name: "a timer of the staged epoch",
 		setup: func(rq *rewindQueue) {
 			rq.insert(20, 1)
 			rq.q.Advance(3)
 			rq.kill(20, 1)
 		},
 		to: 3, next: 2, back: []ring.Entry{at(20, 1)}, ok: false,
+	}, {
+		name: "a timer of the overflow stage",
+		setup: func(rq *rewindQueue) {
+			rq.insert(41, 1)
+			rq.insert(41, 2)
+			rq.q.Advance(1) // stages (41, 1): a share of 1 in 7 blocks
+			rq.kill(41, 1)
+		},
+		to: 1, next: 3, back: []ring.Entry{at(41, 1)}, ok: false,
+	}, {
+		name: "a timer whose tombstone the tree keeps",
+		setup: func(rq *rewindQueue) {
+			rq.insert(100, 1)
+			rq.insert(100, 2)
+			rq.q.Advance(3)
+			rq.kill(100, 2)
+		},
+		to: 3, next: 3, back: []ring.Entry{at(100, 2)}, ok: false,
 	}, {
 		name: "a tombstone in the tree of a seq to be given again",
 		setup: func(rq *rewindQueue) {
