@@ -3,48 +3,72 @@ package bench
 import (
 	"fmt"
 	"testing"
+
+	"github.com/timerlane/timerlane/internal/calendar"
 )
 
 // BenchmarkRollback measures Rollback of the last k blocks of the steady
 // load (perBlock schedules a block, about as many fires) at a number of
 // pending timers. Between rollbacks the k blocks run again, untimed. The
 // queue runs back in place unless an epoch of the tiers began in the k
-// blocks (docs/SPEC.md §14), which in these blocks none does: the cost is
-// the undone operations. A rollback that rebuilds the queue costs a pass
-// over the pending timers more (README).
+// blocks (docs/SPEC.md §14): the cost is then the undone operations. With
+// epoch=start the first of the k blocks starts an epoch, so every
+// rollback rebuilds the queue, a pass over the pending timers more.
 func BenchmarkRollback(b *testing.B) {
 	for _, pending := range []int{10_240, 1 << 20} {
 		for _, k := range []int{1, benchRollbackDepth} {
-			b.Run(fmt.Sprintf("pending=%d/blocks=%d", pending, k), func(b *testing.B) {
-				s := newSteady(b, pending, nil)
-				e := s.e
-				end := func() {
-					s.fill()
-					if _, err := e.EndBlock(nop); err != nil {
-						b.Fatal(err)
-					}
-					if err := e.Commit(); err != nil {
-						b.Fatal(err)
-					}
+			for _, start := range []bool{false, true} {
+				name := fmt.Sprintf("pending=%d/blocks=%d", pending, k)
+				if start {
+					name += "/epoch=start"
 				}
-				end()
-				b.ReportAllocs()
-				for b.Loop() {
-					b.StopTimer()
-					top := e.Height()
-					for range k {
-						if err := e.BeginBlock(e.Height() + 1); err != nil {
-							b.Fatal(err)
-						}
-						s.inBlock = 0
-						end()
-					}
-					b.StartTimer()
-					if err := e.Rollback(top); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+				b.Run(name, func(b *testing.B) { benchRollback(b, pending, k, start) })
+			}
 		}
+	}
+}
+
+func benchRollback(b *testing.B, pending, k int, epochStart bool) {
+	s := newSteady(b, pending, nil)
+	e := s.e
+	end := func() {
+		s.fill()
+		if _, err := e.EndBlock(nop); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	block := func() {
+		if err := e.BeginBlock(e.Height() + 1); err != nil {
+			b.Fatal(err)
+		}
+		s.inBlock = 0
+		end()
+	}
+	end()
+	for epochStart && (e.Height()+1)%calendar.DefaultLayout.EpochLength != 0 {
+		block()
+	}
+	rebuilds := e.Stats().QueueRebuilds
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		top := e.Height()
+		for range k {
+			block()
+		}
+		b.StartTimer()
+		if err := e.Rollback(top); err != nil {
+			b.Fatal(err)
+		}
+	}
+	want := 0
+	if epochStart {
+		want = b.N
+	}
+	if got := e.Stats().QueueRebuilds - rebuilds; got != want {
+		b.Fatalf("%d of %d rollbacks rebuilt the queue, want %d", got, b.N, want)
 	}
 }
