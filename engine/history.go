@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/prefetch"
@@ -340,22 +339,16 @@ func (e *Engine) Rollback(to uint64) error {
 }
 
 // undoFrom takes back history blocks k and later, and with them the
-// calendar queue: in place when it can (calendar.Queue.Rewind), else
-// rebuilt from the pending timers.
+// calendar queue and the lane's deferred list: in place when the queue
+// can run back (rewind), else rebuilt from the pending timers.
 func (e *Engine) undoFrom(k int) error {
-	back, inPlace := e.unqueueUndone(k)
+	e.unqueueUndone(k)
 	for e.hist.blocks.len() > k {
 		if err := e.undoBlock(e.hist.blocks.len() - 1); err != nil {
 			return err
 		}
 	}
-	if inPlace {
-		// Those scheduled after the target are gone with their blocks.
-		back = slices.DeleteFunc(back, func(x ring.Entry) bool { return x.Seq >= e.seq })
-		inPlace = e.q.Rewind(e.height, e.seq, back)
-	}
-	e.back = back[:0]
-	if !inPlace {
+	if !e.rewind() {
 		e.rebuilds++
 		e.requeue()
 	}
@@ -363,20 +356,16 @@ func (e *Engine) undoFrom(k int) error {
 }
 
 // unqueueUndone readies history blocks k and later to be undone with the
-// calendar queue run back in place: it takes out of the queue the timers
-// those blocks scheduled that are still in it, and returns every timer
-// they took out of it (fired, cancelled or collected), which the queue
-// must get back if it was pending before them. It reports false, changing
-// nothing, while timers wait on the lane's deferred list: the target's
-// list may differ from it, and requeue builds both.
-func (e *Engine) unqueueUndone(k int) ([]ring.Entry, bool) {
+// calendar queue run back in place: it takes out of the queue (or off the
+// deferred list) the timers those blocks scheduled that are still in it,
+// and lists in e.back every timer they took out (fired, cancelled or
+// collected), which the queue must get back if it was pending before them.
+func (e *Engine) unqueueUndone(k int) {
 	h := e.hist
-	if len(e.lane.deferred) > 0 {
-		return nil, false
-	}
 	back := e.back[:0]
+	defer func() { e.back = back }()
 	if k == h.blocks.len() {
-		return back, true // nothing to undo
+		return // nothing to undo
 	}
 	took := func(i uint32) {
 		r := e.recs.At(i)
@@ -404,7 +393,54 @@ func (e *Engine) unqueueUndone(k int) ([]ring.Entry, bool) {
 			took(t.rec)
 		}
 	}
-	return back, true
+}
+
+// rewind, once the blocks are undone, takes the calendar queue and the
+// deferred list to the height they left (calendar.Queue.Rewind): of the
+// timers unqueueUndone listed, those scheduled after it are gone, those
+// due by it wait on the list and the others go back to the queue, as do
+// those of the list that are not due yet. It reports false, changing
+// nothing, when the queue cannot run back.
+func (e *Engine) rewind() bool {
+	s := &e.lane
+	back, due, n := e.back, e.due[:0], 0
+	for _, x := range back {
+		switch {
+		case x.Seq >= e.seq: // gone with the block that scheduled it
+		case x.Height <= e.height:
+			due = append(due, x.Val)
+		default:
+			back[n] = x
+			n++
+		}
+	}
+	back = back[:n]
+	for _, i := range s.deferred {
+		if r := e.recs.At(i); r.height > e.height {
+			back = append(back, ring.Entry{Height: r.height, Seq: r.seq, Val: i})
+		}
+	}
+	ok := e.q.Rewind(e.height, e.seq, back)
+	if ok {
+		kept := 0
+		for _, i := range s.deferred {
+			if e.recs.At(i).height <= e.height {
+				s.deferred[kept] = i
+				e.recs.At(i).at = listed | uint32(kept)
+				kept++
+			}
+		}
+		// The reasons start anew, as on a list built anew: each block
+		// states its own.
+		s.deferred, s.reasons = s.deferred[:kept], s.reasons[:kept]
+		clear(s.reasons)
+		for _, i := range due {
+			e.addDeferred(i)
+		}
+	}
+	clear(due)
+	e.back, e.due = back[:0], due[:0]
+	return ok
 }
 
 // failLog, between blocks, makes the engine refuse blocks after its log

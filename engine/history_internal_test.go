@@ -257,9 +257,13 @@ func (e *Engine) checkConsistent(t testing.TB) {
 	t.Helper()
 	queued := map[uint32]bool{}
 	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { queued[uint32(x.Val)] = true })
-	for _, i := range e.lane.deferred {
+	for k, i := range e.lane.deferred {
 		queued[i] = true
+		// Due, and where the list says it is.
+		require.LessOrEqual(t, e.recs.At(i).height, e.height, "timer %d on the deferred list", i)
+		require.Equal(t, listed|uint32(k), e.recs.At(i).at, "timer %d on the deferred list", i)
 	}
+	require.Len(t, e.lane.reasons, len(e.lane.deferred))
 	n := 0
 	perActor := map[uint32]uint32{}
 	for _, s := range e.ids.all() {
