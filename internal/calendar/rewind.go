@@ -3,6 +3,7 @@ package calendar
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/timerlane/timerlane/ring"
@@ -16,7 +17,8 @@ import (
 // is below it). It reports false, changing nothing, where the queue cannot
 // run backwards in place and the caller must build it anew:
 //
-//   - a window began after h: the ring and the stages moved on;
+//   - more than one window began after h, or one did near 2^64 (where the
+//     windows saturate); one window is left as leave says;
 //   - a timer of back is due at h or before, or belongs in a stage (the
 //     staged epoch, or the overflow stage's part of the tree), whose
 //     sources are taken in order a prefix at a time;
@@ -37,11 +39,16 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 	if h > q.cur {
 		panic(fmt.Sprintf("calendar: rewind from %d forward to %d", q.cur, h))
 	}
-	if h/q.length != q.w {
+	leave := false
+	switch {
+	case h/q.length == q.w:
+	case h/q.length+1 == q.w && q.epochLast(q.w) < q.maxEpoch:
+		leave = true
+	default:
 		return false
 	}
 	for _, e := range back {
-		if e.Height <= h || q.staged(e) {
+		if e.Height <= h || q.staged(e, leave) {
 			return false
 		}
 	}
@@ -54,6 +61,9 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 		if e.Height > q.epochEnd && slices.ContainsFunc(q.deadKeys, func(k ring.Entry) bool { return k.Height == e.Height && k.Seq == e.Seq }) {
 			return false
 		}
+	}
+	if leave {
+		q.leave()
 	}
 	q.cur = h
 	slices.SortFunc(back, func(a, b ring.Entry) int {
@@ -82,8 +92,14 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 }
 
 // staged reports whether timer e, of the epoch tier or beyond, belongs in
-// a stage: the staged epoch's heights, or the overflow stage's bound.
-func (q *Queue) staged(e ring.Entry) bool {
+// a stage: the staged epoch's heights, or the overflow stage's bound; in
+// the window before when leaving this one, where the epochs that entered
+// the ring and the epoch tier in this one are the stages'.
+func (q *Queue) staged(e ring.Entry, leaving bool) bool {
+	if leaving {
+		ep := e.Height / q.length
+		return ep == q.ringLast(q.w) || ep == q.epochLast(q.w)
+	}
 	switch {
 	case e.Height <= q.ringEnd:
 		return false
@@ -113,4 +129,58 @@ func (q *Queue) rebuildWith(s *ring.Buckets, i uint64, back []ring.Entry) {
 	}
 	clear(es)
 	q.rebuild = es[:0]
+}
+
+// leave moves the window back from w to w-1, as if window w had not begun
+// and every Advance of window w-1 had been made: window w's stages go back
+// to their sources (the staged timers in front of the rest of their epoch
+// bucket, the overflow stage's into the tree); then what enter(w) moved
+// down a tier goes back whole, as the stages of window w-1 with nothing
+// left to stage: the ring's epoch ringLast(w) to staging, the epoch tier's
+// epoch epochLast(w) to the overflow stage. Per height the order stays
+// sequence order, and every timer is where Remove will look for it.
+func (q *Queue) leave() {
+	w := q.w
+	epochLast := q.epochLast(w)
+	es := q.rebuild[:0]
+	for i := range q.length {
+		es = drain(q.stage.Take(i), q.C, es)
+	}
+	es = drain(q.epochs.Buckets.Take(q.stageSrc), q.C, es)
+	for _, x := range es {
+		q.report(x, q.epochs.Buckets.Push(q.C, q.stageSrc, x))
+	}
+	clear(es)
+	q.rebuild = es[:0]
+	if q.stageUsed {
+		clear(q.stageSeq)
+		q.stageUsed = false
+	}
+	it := q.ostage.Take(0)
+	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
+		if q.overflow.Insert(x) {
+			panic(fmt.Sprintf("calendar: (%d, %d) of the overflow stage is in the tree too", x.Height, x.Seq))
+		}
+		q.report(x, 0)
+	}
+
+	q.setWindow(w - 1)
+	for i := range q.length {
+		h := q.stageLo + i // of epoch ringLast
+		if q.ring.Bucket(h).Live > 0 {
+			q.ring.Buckets.MoveTo(h&(q.ring.Size()-1), &q.stage, i)
+		}
+	}
+	if e := q.epochs.Index(epochLast); q.epochs.At(e).Live > 0 {
+		q.epochs.Buckets.MoveTo(e, &q.ostage, 0)
+	}
+	q.ostH, q.ostSeq, q.ostLeft = q.ostEnd, math.MaxUint64, 0
+}
+
+// drain appends every timer of it to es, in order.
+func drain(it ring.Iter, c *ring.Chunks, es []ring.Entry) []ring.Entry {
+	for x, ok := it.Next(c); ok; x, ok = it.Next(c) {
+		es = append(es, x)
+	}
+	return es
 }

@@ -61,6 +61,20 @@ func (rq *rewindQueue) contents() []ring.Entry {
 	return es
 }
 
+// spread puts timers in every place of the layout at height 0 (the ring,
+// the staged epoch 2 and the epoch tier, the overflow stage's epoch 5 and
+// the tree), runs to height 7 (staging parts of epochs 2 and 5), takes 5,
+// then enters window 1 at 8 (ring 8..23, staged epoch 3, overflow stage
+// epoch 6) and takes 9.
+func spread(rq *rewindQueue) {
+	for seq, h := range []uint64{5, 9, 12, 18, 20, 30, 44, 50, 100, 9} {
+		rq.insert(h, uint64(seq)+1)
+	}
+	for h := uint64(1); h <= 9; h++ {
+		rq.take(h)
+	}
+}
+
 // TestRewind: the queue runs back in place, its timers put back in seq
 // order among those of their heights, or refuses and changes nothing.
 func TestRewind(t *testing.T) {
@@ -100,8 +114,23 @@ func TestRewind(t *testing.T) {
 	}, {
 		name: "a window began after the target",
 		setup: func(rq *rewindQueue) {
+			spread(rq)
+			rq.kill(30, 6) // of the epoch tier then and now
+		},
+		to: 4, next: 11, back: []ring.Entry{at(9, 10), at(5, 1), at(30, 6), at(9, 2)}, ok: true,
+		due: map[uint64][]uint64{5: {1}, 9: {2, 10}, 12: {3}, 18: {4}, 20: {5}, 30: {6}, 44: {7}, 50: {8}, 100: {9}},
+	}, {
+		name: "a timer of the epoch that entered the ring in the window begun",
+		setup: func(rq *rewindQueue) {
+			spread(rq)
+			rq.kill(18, 4)
+		},
+		to: 4, next: 11, back: []ring.Entry{at(18, 4), at(5, 1), at(9, 2), at(9, 10)}, ok: false,
+	}, {
+		name: "two windows began after the target",
+		setup: func(rq *rewindQueue) {
 			rq.insert(9, 1)
-			rq.take(8)
+			rq.take(16)
 		},
 		to: 7, next: 2, ok: false,
 	}, {
