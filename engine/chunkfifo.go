@@ -1,5 +1,7 @@
 package engine
 
+import "iter"
+
 // chunkFIFO is fifoBuf for the history's two long lists (the undo entries
 // and the taken timers, one of each per operation and per fire of the
 // last RollbackDepth blocks): the same absolute positions, held in chunks
@@ -69,6 +71,19 @@ func (f *chunkFIFO[T]) seg(a, b uint64) []T {
 	o := a - f.base
 	lo := o & (chunkItems - 1)
 	return f.chunks[o>>chunkShift][lo : lo+min(b-a, chunkItems-lo)]
+}
+
+// segs is the items from position a up to b, a slice (seg) at a time.
+func (f *chunkFIFO[T]) segs(a, b uint64) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for a < b {
+			s := f.seg(a, b)
+			if !yield(s) {
+				return
+			}
+			a += uint64(len(s))
+		}
+	}
 }
 
 // cut drops the items from position a on.

@@ -236,9 +236,7 @@ func (e *Engine) trimHist() {
 			break
 		}
 		end := h.end(0)
-		for a := b.ops; a < end.ops; {
-			span := h.ops.seg(a, end.ops)
-			a += uint64(len(span))
+		for span := range h.ops.segs(b.ops, end.ops) {
 			for k := range span {
 				// The block's entries are depth blocks old, long out of
 				// the cache: load them well ahead of the loop.
@@ -250,9 +248,7 @@ func (e *Engine) trimHist() {
 				}
 			}
 		}
-		for a := b.taken; a < end.taken; {
-			span := h.taken.seg(a, end.taken)
-			a += uint64(len(span))
+		for span := range h.taken.segs(b.taken, end.taken) {
 			for _, t := range span {
 				e.releaseHeld(t.rec, t.held)
 			}
@@ -372,9 +368,7 @@ func (e *Engine) unqueueUndone(k int) {
 		back = append(back, ring.Entry{Height: r.height, Seq: r.seq, Val: i})
 	}
 	from, end := h.blocks.at(k), h.end(h.blocks.len()-1)
-	for a := from.ops; a < end.ops; {
-		span := h.ops.seg(a, end.ops)
-		a += uint64(len(span))
+	for span := range h.ops.segs(from.ops, end.ops) {
 		for _, u := range span {
 			switch u.kind {
 			case undoSchedule:
@@ -386,9 +380,7 @@ func (e *Engine) unqueueUndone(k int) {
 			}
 		}
 	}
-	for a := from.taken; a < end.taken; {
-		span := h.taken.seg(a, end.taken)
-		a += uint64(len(span))
+	for span := range h.taken.segs(from.taken, end.taken) {
 		for _, t := range span {
 			took(t.rec)
 		}

@@ -147,7 +147,8 @@ type Queue struct {
 	deadKeys []ring.Entry
 
 	keys    keySorter    // purge's
-	rebuild []ring.Entry // Rewind's
+	leaving []ring.Entry // Rewind's (leave)
+	next    []int        // Rewind's (rebuildWith)
 }
 
 // purgeFloor is how many more tombstones than twice its timers the tree

@@ -10,8 +10,9 @@ import (
 )
 
 // Rewind takes the queue back to height h <= Height() for a rollback that
-// undid the blocks after h, and puts back timers back: those that the
-// undone blocks took out (fired or cancelled) and that were resident at h.
+// undid the blocks after h, and puts back the timers of back: those that
+// the undone blocks took out (fired or cancelled) and that were resident
+// at h.
 // The caller has already removed the timers the undone blocks inserted;
 // next is the sequence the next insert will take (every resident timer's
 // is below it). It reports false, changing nothing, where the queue cannot
@@ -33,7 +34,8 @@ import (
 // count what is left. A timer goes back into the ring bucket of its
 // height, the epoch bucket of its epoch or the tree, in sequence order
 // among those of its height there: each bucket that gets timers back is
-// rebuilt in sequence order. back is sorted in place.
+// rebuilt, so the cost is that of back and of the buckets it goes to.
+// back is sorted in place.
 func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 	q.noBulk()
 	if h > q.cur {
@@ -52,13 +54,9 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 			return false
 		}
 	}
+	slices.SortFunc(back, byKey)
 	for _, k := range q.deadKeys {
-		if k.Seq >= next {
-			return false
-		}
-	}
-	for _, e := range back {
-		if e.Height > q.epochEnd && slices.ContainsFunc(q.deadKeys, func(k ring.Entry) bool { return k.Height == e.Height && k.Seq == e.Seq }) {
+		if _, found := slices.BinarySearchFunc(back, k, byKey); found || k.Seq >= next {
 			return false
 		}
 	}
@@ -66,9 +64,6 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 		q.leave()
 	}
 	q.cur = h
-	slices.SortFunc(back, func(a, b ring.Entry) int {
-		return cmp.Or(cmp.Compare(a.Height, b.Height), cmp.Compare(a.Seq, b.Seq))
-	})
 	for len(back) > 0 {
 		x, n := back[0], 1
 		switch {
@@ -109,26 +104,49 @@ func (q *Queue) staged(e ring.Entry, leaving bool) bool {
 	return q.inOstage(e.Height, e.Seq)
 }
 
-// rebuildWith rebuilds bucket i of s with back among its timers, all in
-// sequence order (per height, the order of delivery; a stage later takes
-// an epoch bucket's timers as a prefix of that order, which any order that
-// keeps each height's is), reporting every position.
+// byKey orders timers by (height, seq).
+func byKey(a, b ring.Entry) int {
+	return cmp.Or(cmp.Compare(a.Height, b.Height), cmp.Compare(a.Seq, b.Seq))
+}
+
+// rebuildWith rebuilds bucket i of s with back, in (height, seq) order,
+// among its timers: each goes in front of the first of its height with a
+// greater sequence (per height the order is sequence order, the order of
+// delivery; the bucket's order across heights is kept, which a stage
+// taking a prefix of it does not mind). Every position is reported.
 func (q *Queue) rebuildWith(s *ring.Buckets, i uint64, back []ring.Entry) {
-	es := q.rebuild[:0]
+	// next[g], for g the first of back of its height, is the next of that
+	// height to push.
+	next := q.next[:0]
+	for k := range back {
+		next = append(next, k)
+	}
+	push := func(x ring.Entry) { q.report(x, s.Push(q.C, i, x)) }
 	it := s.Take(i) // detached: the pushes below fill it anew
 	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
-		es = append(es, x)
-	}
-	es = append(es, back...)
-	slices.SortFunc(es, func(a, b ring.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
-	for k, x := range es {
-		if k > 0 && es[k-1].Seq == x.Seq {
-			panic(fmt.Sprintf("calendar: (%d, %d) put back while resident", x.Height, x.Seq))
+		g, _ := slices.BinarySearchFunc(back, x.Height, func(e ring.Entry, h uint64) int { return cmp.Compare(e.Height, h) })
+		if g < len(back) {
+			for k := next[g]; k < len(back) && back[k].Height == x.Height && back[k].Seq <= x.Seq; k++ {
+				if back[k].Seq == x.Seq {
+					panic(fmt.Sprintf("calendar: (%d, %d) put back while resident", x.Height, x.Seq))
+				}
+				push(back[k])
+				next[g] = k + 1
+			}
 		}
-		q.report(x, s.Push(q.C, i, x))
+		push(x)
 	}
-	clear(es)
-	q.rebuild = es[:0]
+	for g := 0; g < len(back); {
+		end := g + 1
+		for end < len(back) && back[end].Height == back[g].Height {
+			end++
+		}
+		for _, x := range back[next[g]:end] {
+			push(x)
+		}
+		g = end
+	}
+	q.next = next[:0]
 }
 
 // leave moves the window back from w to w-1, as if window w had not begun
@@ -142,7 +160,7 @@ func (q *Queue) rebuildWith(s *ring.Buckets, i uint64, back []ring.Entry) {
 func (q *Queue) leave() {
 	w := q.w
 	epochLast := q.epochLast(w)
-	es := q.rebuild[:0]
+	es := q.leaving[:0]
 	for i := range q.length {
 		es = drain(q.stage.Take(i), q.C, es)
 	}
@@ -151,7 +169,7 @@ func (q *Queue) leave() {
 		q.report(x, q.epochs.Buckets.Push(q.C, q.stageSrc, x))
 	}
 	clear(es)
-	q.rebuild = es[:0]
+	q.leaving = es[:0]
 	if q.stageUsed {
 		clear(q.stageSeq)
 		q.stageUsed = false
