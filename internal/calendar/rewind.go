@@ -12,22 +12,19 @@ import (
 // Rewind takes the queue back to height h <= Height() for a rollback that
 // undid the blocks after h, and puts back the timers of back: those that
 // the undone blocks took out (fired or cancelled) and that were resident
-// at h.
-// The caller has already removed the timers the undone blocks inserted;
-// next is the sequence the next insert will take (every resident timer's
-// is below it). It reports false, changing nothing, where the queue cannot
-// run backwards in place and the caller must build it anew:
+// at h. The caller has already removed the timers the undone blocks
+// inserted; next is the sequence the next insert will take (every
+// resident timer's is below it). It reports false, changing nothing,
+// where the queue cannot run backwards in place and the caller must
+// build it anew:
 //
 //   - more than one window began after h, or one did near 2^64 (where the
 //     windows saturate); one window is left as leave says;
 //   - a timer of back is due at h or before, or belongs in a stage (the
 //     staged epoch, or the overflow stage's part of the tree), whose
-//     sources are taken in order a prefix at a time;
-//   - the tree names a tombstone with a sequence of next or above (that
-//     sequence will be given again, and the resident check of SetResident
-//     or a purge would take the new timer for the killed one), or with the
-//     height and sequence of a timer of back (which it would hold twice).
+//     sources are taken in order a prefix at a time.
 //
+// The tree's tombstones of timers no longer killed go (forget).
 // Otherwise nothing else depends on the height: the stages may hold more
 // than an Advance to h would have moved, which is still a prefix of their
 // sources (see the package documentation), and the shares that follow
@@ -55,11 +52,7 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 		}
 	}
 	slices.SortFunc(back, byKey)
-	for _, k := range q.deadKeys {
-		if _, found := slices.BinarySearchFunc(back, k, byKey); found || k.Seq >= next {
-			return false
-		}
-	}
+	q.forget(next, back)
 	if leave {
 		q.leave()
 	}
@@ -201,4 +194,26 @@ func drain(it ring.Iter, c *ring.Chunks, es []ring.Entry) []ring.Entry {
 		es = append(es, x)
 	}
 	return es
+}
+
+// forget drops the tree's tombstones (those it holds, and the names of
+// those it dropped) of timers that are no more killed at h: those
+// scheduled after h (seq >= next), which never were, and whose sequences
+// will be given again, so that the resident check of SetResident or a
+// purge would take a new timer for the killed one; and those of back,
+// which go back to the tree as timers.
+func (q *Queue) forget(next uint64, back []ring.Entry) {
+	kept := q.deadKeys[:0]
+	for _, k := range q.deadKeys {
+		if _, found := slices.BinarySearchFunc(back, k, byKey); !found && k.Seq < next {
+			kept = append(kept, k)
+			continue
+		}
+		if q.overflow.Delete(k.Height, k.Seq) {
+			q.dead--
+			q.leftTree(k.Height)
+		}
+	}
+	clear(q.deadKeys[len(kept):])
+	q.deadKeys = kept
 }

@@ -86,7 +86,9 @@ func TestRewind(t *testing.T) {
 		next  uint64
 		back  []ring.Entry
 		ok    bool
-		due   map[uint64][]uint64 // after the rewind: height -> seqs due
+		then  func(rq *rewindQueue) // after the rewind, before the timers are due
+		tombs int                   // the tree's tombstones after the rewind
+		due   map[uint64][]uint64   // after the rewind: height -> seqs due
 	}{{
 		name: "fired timers come back",
 		setup: func(rq *rewindQueue) {
@@ -189,7 +191,8 @@ func TestRewind(t *testing.T) {
 			rq.q.Advance(3)
 			rq.kill(100, 2)
 		},
-		to: 3, next: 3, back: []ring.Entry{at(100, 2)}, ok: false,
+		to: 3, next: 3, back: []ring.Entry{at(100, 2)}, ok: true,
+		due: map[uint64][]uint64{100: {1, 2}},
 	}, {
 		name: "a tombstone in the tree of a seq to be given again",
 		setup: func(rq *rewindQueue) {
@@ -198,7 +201,13 @@ func TestRewind(t *testing.T) {
 			rq.q.Advance(3)
 			rq.kill(200, 2)
 		},
-		to: 3, next: 2, ok: false,
+		// The killed timer never was: its seq is given again, to another.
+		to: 3, next: 2, ok: true,
+		then: func(rq *rewindQueue) {
+			delete(rq.killed, 2)
+			rq.insert(150, 2)
+		},
+		due: map[uint64][]uint64{100: {1}, 150: {2}},
 	}, {
 		name: "a tombstone in the tree of an older seq",
 		setup: func(rq *rewindQueue) {
@@ -207,7 +216,7 @@ func TestRewind(t *testing.T) {
 			rq.q.Advance(3)
 			rq.kill(200, 2)
 		},
-		to: 3, next: 3, ok: true,
+		to: 3, next: 3, ok: true, tombs: 1,
 		due: map[uint64][]uint64{100: {1}},
 	}}
 	for _, tc := range tests {
@@ -230,6 +239,12 @@ func TestRewind(t *testing.T) {
 			}
 			if rq.q.Height() != tc.to {
 				t.Fatalf("height %d after Rewind(%d)", rq.q.Height(), tc.to)
+			}
+			if got := rq.q.Tombstones(); got != tc.tombs {
+				t.Errorf("%d tombstones in the tree after the rewind, want %d", got, tc.tombs)
+			}
+			if tc.then != nil {
+				tc.then(rq)
 			}
 			if err := rq.q.Verify(func(v uint32) (ring.Pos, bool) { p, ok := rq.pos[v]; return p, ok }); err != nil {
 				t.Fatal(err)
