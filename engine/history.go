@@ -29,12 +29,13 @@ import (
 // history, so taking the removal back relinks the record as it was.
 //
 // Rollback undoes the blocks newest first. The calendar queue runs back in
-// place when no window of the tiers began in the undone blocks and what
-// they took out of it goes back to ring buckets (calendar.Queue.Rewind):
-// the cost is then the undone operations, whatever is pending. Otherwise
-// it is rebuilt from the pending timers in insertion order, which places
-// every timer where a node that never saw the rolled-back blocks would
-// have it, for one pass over the pending timers more.
+// place (calendar.Queue.Rewind) unless two windows of the tiers began in
+// the undone blocks, or a timer they took out of it belongs in a stage:
+// the cost is then the undone operations and the queue's buckets they
+// touch. Otherwise it is rebuilt from the pending timers in insertion
+// order, for one pass over all of them. Either way every timer is where
+// a node that never saw the rolled-back blocks would have it
+// (docs/SPEC.md §14).
 
 // DefaultRollbackDepth is the rollback depth of DefaultConfig (R).
 const DefaultRollbackDepth = 256
