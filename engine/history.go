@@ -369,16 +369,17 @@ func (e *Engine) unqueueUndone(k int) {
 		back = append(back, ring.Entry{Height: r.height, Seq: r.seq, Val: i})
 	}
 	from, end := h.blocks.at(k), h.end(h.blocks.len()-1)
-	for span := range h.ops.segs(from.ops, end.ops) {
-		for _, u := range span {
-			switch u.kind {
-			case undoSchedule:
-				if j, ok := e.ids.get(&e.recs.At(u.rec).id); ok && j == u.rec {
-					e.unqueue(u.rec, false)
-				}
-			case undoCancel:
-				took(u.rec)
+	// Newest first: a bucket's newest timer is at its tail, which a
+	// removal takes back without leaving a tombstone (ring.Bucket.Kill).
+	for p := end.ops; p > from.ops; {
+		p--
+		switch u := h.ops.pos(p); u.kind {
+		case undoSchedule:
+			if j, ok := e.ids.get(&e.recs.At(u.rec).id); ok && j == u.rec {
+				e.unqueue(u.rec, false)
 			}
+		case undoCancel:
+			took(u.rec)
 		}
 	}
 	for span := range h.taken.segs(from.taken, end.taken) {
