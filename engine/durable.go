@@ -393,7 +393,13 @@ func (e *Engine) applyRecord(body []byte) error {
 		if err != nil {
 			return bad("upsert %s: %v", u.id, err)
 		}
-		if i, ok := e.ids.get(&u.id); ok {
+		if i, ok := e.ids.get(&u.id); ok && e.recs.At(i).seq != t.seq {
+			// A new timer with the id of a pending one, which the block
+			// cancelled (or collected) and then scheduled again (the same
+			// actor, height, payload and nonce): the old one goes, as a
+			// delete takes it.
+			e.drop(i)
+		} else if ok {
 			// A pending timer changes only by an extend: its expiry.
 			r := e.recs.At(i)
 			old := Fees{}
@@ -403,7 +409,7 @@ func (e *Engine) applyRecord(body []byte) error {
 			want := old
 			want.Set |= HasExpiresAt
 			want.ExpiresAt = t.fees.ExpiresAt
-			if r.seq != t.seq || r.height != t.height || t.fees != want && t.fees != old {
+			if r.height != t.height || t.fees != want && t.fees != old {
 				return bad("upsert %s changes more than its expiry", u.id)
 			}
 			if t.fees == old {

@@ -380,3 +380,74 @@ func TestSnapshotStreams(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	require.Less(t, allocated, uint64(2*st.Size()), "allocated %d bytes for a snapshot file of %d", allocated, st.Size())
 }
+
+// TestDurableIDScheduledAgain: a block that cancels a timer and schedules
+// one with the same id (the same actor, height, payload and nonce) logs an
+// upsert of a new timer for that id, which recovery applies as the old
+// one's removal and the new one's insertion. The engine reopens at the
+// same root, a rollback after the reopen takes the block back, and the
+// timer fires once.
+func TestDurableIDScheduledAgain(t *testing.T) {
+	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+		for _, again := range []string{"in the same block", "in the next block"} {
+			t.Run(fmt.Sprintf("%v/%s", policy, again), func(t *testing.T) {
+				cfg := rollbackConfig(policy, [3]uint64{16, 8, 3}, 4)
+				mem := vfs.NewMem()
+				e, err := openFS(mem, "db", cfg, quietLog)
+				require.NoError(t, err)
+				creditAll(t, e)
+				var id TimerID
+				block := func(h uint64, cancelFirst, scheduleAgain bool) [32]byte {
+					require.NoError(t, e.BeginBlock(h))
+					tx, err := e.Begin(Address{1}, 7)
+					require.NoError(t, err)
+					if cancelFirst {
+						_, err = tx.Cancel(id)
+						require.NoError(t, err)
+					}
+					got, _, err := tx.Schedule(10, []byte{1})
+					require.NoError(t, err)
+					if id != (TimerID{}) {
+						require.Equal(t, id, got)
+					}
+					id = got
+					if scheduleAgain {
+						_, err = tx.Cancel(id)
+						require.NoError(t, err)
+						_, _, err = tx.Schedule(10, []byte{1})
+						require.NoError(t, err)
+					}
+					require.NoError(t, tx.Commit())
+					_, err = e.EndBlock(nopExec{})
+					require.NoError(t, err)
+					require.NoError(t, e.Commit())
+					return e.Root()
+				}
+				root1 := block(1, false, again == "in the same block")
+				root2 := block(2, true, false)
+				require.NoError(t, e.Close())
+
+				e, err = openFS(mem.Crash(vfs.CrashOptions{}), "db", cfg, quietLog)
+				require.NoError(t, err)
+				creditAll(t, e) // the ledger is the embedder's, not logged
+				require.Equal(t, uint64(2), e.Height())
+				require.Equal(t, root2, e.Root())
+				require.Equal(t, 1, e.Pending())
+				require.NoError(t, e.Rollback(1))
+				require.Equal(t, root1, e.Root())
+				require.Equal(t, 1, e.Pending())
+
+				fired := 0
+				for h := uint64(2); h <= 10; h++ {
+					require.NoError(t, e.BeginBlock(h))
+					r, err := e.EndBlock(nopExec{})
+					require.NoError(t, err)
+					fired += r.Fired
+					require.NoError(t, e.Commit())
+				}
+				require.Equal(t, 1, fired)
+				require.NoError(t, e.Close())
+			})
+		}
+	}
+}
