@@ -451,3 +451,48 @@ func TestDurableIDScheduledAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestDurableRollbackToTheEndOfAnEmptyRun: a rollback to the last block of
+// a run of empty blocks, whose log truncation writes a snapshot for the
+// record before the run, then a rollback below the run and a block: the
+// log reopens at that block (the snapshot once held the state after the
+// run, which the block's record then followed; found by the session 19
+// review).
+func TestDurableRollbackToTheEndOfAnEmptyRun(t *testing.T) {
+	cfg := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, 11)
+	cfg.SnapshotEvery, cfg.SnapshotInline = 7, true
+	opts := quietLog
+	opts.SegmentSize = 1 // a segment per record
+	mem := vfs.NewMem()
+	e, err := openFS(mem, "db", cfg, opts)
+	require.NoError(t, err)
+	block := func(h uint64) {
+		require.NoError(t, e.BeginBlock(h))
+		tx, err := e.Begin(Address{1}, h)
+		require.NoError(t, err)
+		_, _, err = tx.Schedule(100, []byte{byte(h)})
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		_, err = e.EndBlock(nopExec{})
+		require.NoError(t, err)
+		require.NoError(t, e.Commit())
+	}
+	for h := uint64(1); h <= 5; h++ {
+		block(h) // records 1..5
+	}
+	_, err = e.SkipEmpty(8) // no record
+	require.NoError(t, err)
+	block(9)
+	block(10) // record 7, a snapshot
+	require.NoError(t, e.Rollback(8))
+	require.Equal(t, uint64(8), e.Height())
+	require.NoError(t, e.Rollback(5))
+	block(6)
+	root := e.Root()
+	require.NoError(t, e.Close())
+	f, err := openFS(mem.Crash(vfs.CrashOptions{}), "db", cfg, opts)
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), f.Height())
+	require.Equal(t, root, f.Root())
+	require.NoError(t, f.Close())
+}

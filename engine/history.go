@@ -304,6 +304,14 @@ func (e *Engine) Rollback(to uint64) error {
 			return fmt.Errorf("%w: rollback to block %d at block %d: the oldest block it can return to is %d", ErrRollbackTooDeep, to, e.height, b.from-1)
 		}
 	}
+	// Runs of empty blocks that end at the target wrote no record: they
+	// are undone too and run again below, so that the snapshot the log's
+	// truncation may write for the record before them holds that record's
+	// state, not the state after them (a later record would follow a
+	// snapshot of a greater height, and the log would not open).
+	for k > 0 && e.dur != nil && h.blocks.at(k-1).records == h.blocks.at(k).records {
+		k--
+	}
 	records := h.blocks.at(k).records
 	if e.dur != nil {
 		// A failure in the background (a snapshot's write) is reported
