@@ -31,8 +31,9 @@ import (
 // Rollback undoes the blocks newest first. The calendar queue runs back in
 // place (calendar.Queue.Rewind) unless two windows of the tiers began in
 // the undone blocks, or a timer they took out of it belongs in a stage:
-// the cost is then the undone operations and the queue's buckets they
-// touch. Otherwise it is rebuilt from the pending timers in insertion
+// the cost is then the undone operations, the queue's buckets they touch,
+// the lane's deferred list and, across a window start, that window's
+// stages. Otherwise it is rebuilt from the pending timers in insertion
 // order, for one pass over all of them. Either way every timer is where
 // a node that never saw the rolled-back blocks would have it
 // (docs/SPEC.md §14).
