@@ -33,12 +33,7 @@ func benchRollback(b *testing.B, pending, k int, epochStart bool) {
 	e := s.e
 	end := func() {
 		s.fill()
-		if _, err := e.EndBlock(nop); err != nil {
-			b.Fatal(err)
-		}
-		if err := e.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		endBlock(b, e)
 	}
 	block := func() {
 		if err := e.BeginBlock(e.Height() + 1); err != nil {

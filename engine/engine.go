@@ -54,6 +54,9 @@ const killed = ^uint32(0)
 // dataLen is the split of a record's handler bytes ++ payload.
 type dataLen struct{ handler, payload uint32 }
 
+// entry is record r, of index i, as the calendar queue holds it.
+func (r *rec) entry(i uint32) ring.Entry { return ring.Entry{Height: r.height, Seq: r.seq, Val: i} }
+
 // onList returns the place of record r on the deferred list, if it is there.
 func (r *rec) onList() (uint32, bool) { return r.at &^ listed, r.at&listed != 0 }
 
@@ -689,7 +692,7 @@ func (e *Engine) place(i uint32) {
 		e.addDeferred(i)
 		return
 	}
-	r.at = uint32(e.q.Insert(ring.Entry{Height: r.height, Seq: r.seq, Val: i}))
+	r.at = uint32(e.q.Insert(r.entry(i)))
 }
 
 // unqueue takes pending timer i out of the calendar queue, or off the

@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/prefetch"
-	"github.com/timerlane/timerlane/ring"
 )
 
 // Rollback (reorgs). The engine keeps, for each of the last
@@ -373,10 +372,6 @@ func (e *Engine) unqueueUndone(k int) {
 	if k == h.blocks.len() {
 		return // nothing to undo
 	}
-	took := func(i uint32) {
-		r := e.recs.At(i)
-		back = append(back, ring.Entry{Height: r.height, Seq: r.seq, Val: i})
-	}
 	from, end := h.blocks.at(k), h.end(h.blocks.len()-1)
 	// Newest first: a bucket's newest timer is at its tail, which a
 	// removal takes back without leaving a tombstone (ring.Bucket.Kill).
@@ -388,12 +383,12 @@ func (e *Engine) unqueueUndone(k int) {
 				e.unqueue(u.rec, false)
 			}
 		case undoCancel:
-			took(u.rec)
+			back = append(back, e.recs.At(u.rec).entry(u.rec))
 		}
 	}
 	for span := range h.taken.segs(from.taken, end.taken) {
 		for _, t := range span {
-			took(t.rec)
+			back = append(back, e.recs.At(t.rec).entry(t.rec))
 		}
 	}
 }
@@ -420,7 +415,7 @@ func (e *Engine) rewind() bool {
 	back = back[:n]
 	for _, i := range s.deferred {
 		if r := e.recs.At(i); r.height > e.height {
-			back = append(back, ring.Entry{Height: r.height, Seq: r.seq, Val: i})
+			back = append(back, r.entry(i))
 		}
 	}
 	ok := e.q.Rewind(e.height, e.seq, back)

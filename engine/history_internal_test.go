@@ -173,7 +173,7 @@ func TestRollback(t *testing.T) {
 				}
 			}
 			require.Greater(t, rollbacks, 10, "%v %v", policy, layout)
-			// Rolled back in place whenever no window began (a window of
+			// Rolled back in place unless two windows began (a window is
 			// one block under (2, 1, 1)); rebuilt otherwise.
 			inPlace := rollbacks - e.Stats().QueueRebuilds
 			t.Logf("%v %v: %d rollbacks, %d in place", policy, layout, rollbacks, inPlace)

@@ -167,13 +167,8 @@ func (q *Queue) leave() {
 		clear(q.stageSeq)
 		q.stageUsed = false
 	}
-	it := q.ostage.Take(0)
-	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
-		if q.overflow.Insert(x) {
-			panic(fmt.Sprintf("calendar: (%d, %d) of the overflow stage is in the tree too", x.Height, x.Seq))
-		}
-		q.report(x, 0)
-	}
+	q.ostH, q.ostSeq = 0, 0 // so that Insert puts them in the tree
+	q.placeAll(q.ostage.Take(0))
 
 	q.setWindow(w - 1)
 	for i := range q.length {

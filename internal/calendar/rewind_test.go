@@ -44,6 +44,20 @@ func (rq *rewindQueue) remove(h, seq uint64) {
 	rq.killed[uint32(seq)] = true
 }
 
+// built returns a setup that inserts timers of seqs 1, 2, ... at heights,
+// moves to height to and kills the timers of seqs kill.
+func built(heights []uint64, to uint64, kill ...uint64) func(*rewindQueue) {
+	return func(rq *rewindQueue) {
+		for k, h := range heights {
+			rq.insert(h, uint64(k)+1)
+		}
+		rq.q.Advance(to)
+		for _, seq := range kill {
+			rq.kill(heights[seq-1], seq)
+		}
+	}
+}
+
 // take moves to height h and returns the seqs due there.
 func (rq *rewindQueue) take(h uint64) []uint64 {
 	rq.q.Advance(h)
@@ -102,16 +116,9 @@ func TestRewind(t *testing.T) {
 		to: 3, next: 5, back: []ring.Entry{at(5, 4), at(4, 3), at(5, 2), at(4, 1)}, ok: true,
 		due: map[uint64][]uint64{4: {1, 3}, 5: {2, 4}},
 	}, {
-		name: "a cancelled timer comes back between the others",
-		setup: func(rq *rewindQueue) {
-			for seq := uint64(1); seq <= 5; seq++ {
-				rq.insert(9, seq)
-			}
-			rq.q.Advance(3)
-			rq.kill(9, 2)
-			rq.kill(9, 4)
-		},
-		to: 3, next: 6, back: []ring.Entry{at(9, 4), at(9, 2)}, ok: true,
+		name:  "a cancelled timer comes back between the others",
+		setup: built([]uint64{9, 9, 9, 9, 9}, 3, 2, 4),
+		to:    3, next: 6, back: []ring.Entry{at(9, 4), at(9, 2)}, ok: true,
 		due: map[uint64][]uint64{9: {1, 2, 3, 4, 5}},
 	}, {
 		name: "a window began after the target",
@@ -143,17 +150,9 @@ func TestRewind(t *testing.T) {
 		},
 		to: 4, next: 2, back: []ring.Entry{at(4, 1)}, ok: false,
 	}, {
-		name: "cancelled timers come back to an epoch bucket",
-		setup: func(rq *rewindQueue) {
-			rq.insert(30, 1)
-			rq.insert(25, 2)
-			rq.insert(30, 3)
-			rq.insert(30, 4)
-			rq.q.Advance(3)
-			rq.kill(30, 3)
-			rq.kill(25, 2)
-		},
-		to: 3, next: 5, back: []ring.Entry{at(30, 3), at(25, 2)}, ok: true,
+		name:  "cancelled timers come back to an epoch bucket",
+		setup: built([]uint64{30, 25, 30, 30}, 3, 3, 2),
+		to:    3, next: 5, back: []ring.Entry{at(30, 3), at(25, 2)}, ok: true,
 		due: map[uint64][]uint64{25: {2}, 30: {1, 3, 4}},
 	}, {
 		name: "a cancelled timer comes back to the tree",
@@ -167,40 +166,21 @@ func TestRewind(t *testing.T) {
 		to: 3, next: 4, back: []ring.Entry{at(100, 2)}, ok: true,
 		due: map[uint64][]uint64{100: {1, 2, 3}},
 	}, {
-		name: "a timer of the staged epoch",
-		setup: func(rq *rewindQueue) {
-			rq.insert(20, 1)
-			rq.q.Advance(3)
-			rq.kill(20, 1)
-		},
-		to: 3, next: 2, back: []ring.Entry{at(20, 1)}, ok: false,
+		name:  "a timer of the staged epoch",
+		setup: built([]uint64{20}, 3, 1),
+		to:    3, next: 2, back: []ring.Entry{at(20, 1)}, ok: false,
 	}, {
-		name: "a timer of the overflow stage",
-		setup: func(rq *rewindQueue) {
-			rq.insert(41, 1)
-			rq.insert(41, 2)
-			rq.q.Advance(1) // stages (41, 1): a share of 1 in 7 blocks
-			rq.kill(41, 1)
-		},
-		to: 1, next: 3, back: []ring.Entry{at(41, 1)}, ok: false,
+		name:  "a timer of the overflow stage",
+		setup: built([]uint64{41, 41}, 1, 1), // at 1, (41, 1) is staged: a share of 1 in 7 blocks
+		to:    1, next: 3, back: []ring.Entry{at(41, 1)}, ok: false,
 	}, {
-		name: "a timer whose tombstone the tree keeps",
-		setup: func(rq *rewindQueue) {
-			rq.insert(100, 1)
-			rq.insert(100, 2)
-			rq.q.Advance(3)
-			rq.kill(100, 2)
-		},
-		to: 3, next: 3, back: []ring.Entry{at(100, 2)}, ok: true,
+		name:  "a timer whose tombstone the tree keeps",
+		setup: built([]uint64{100, 100}, 3, 2),
+		to:    3, next: 3, back: []ring.Entry{at(100, 2)}, ok: true,
 		due: map[uint64][]uint64{100: {1, 2}},
 	}, {
-		name: "a tombstone in the tree of a seq to be given again",
-		setup: func(rq *rewindQueue) {
-			rq.insert(100, 1)
-			rq.insert(200, 2)
-			rq.q.Advance(3)
-			rq.kill(200, 2)
-		},
+		name:  "a tombstone in the tree of a seq to be given again",
+		setup: built([]uint64{100, 200}, 3, 2),
 		// The killed timer never was: its seq is given again, to another.
 		to: 3, next: 2, ok: true,
 		then: func(rq *rewindQueue) {
@@ -209,14 +189,9 @@ func TestRewind(t *testing.T) {
 		},
 		due: map[uint64][]uint64{100: {1}, 150: {2}},
 	}, {
-		name: "a tombstone in the tree of an older seq",
-		setup: func(rq *rewindQueue) {
-			rq.insert(100, 1)
-			rq.insert(200, 2)
-			rq.q.Advance(3)
-			rq.kill(200, 2)
-		},
-		to: 3, next: 3, ok: true, tombs: 1,
+		name:  "a tombstone in the tree of an older seq",
+		setup: built([]uint64{100, 200}, 3, 2),
+		to:    3, next: 3, ok: true, tombs: 1,
 		due: map[uint64][]uint64{100: {1}},
 	}}
 	for _, tc := range tests {
