@@ -496,3 +496,42 @@ func TestDurableRollbackToTheEndOfAnEmptyRun(t *testing.T) {
 	require.Equal(t, root, f.Root())
 	require.NoError(t, f.Close())
 }
+
+// TestDurableRollbackAfterRestartBeforeAnOldSnapshot: a restart before any
+// snapshot lies 2 × RollbackDepth below the newest keeps every block of the
+// depth rollable: the first snapshot's cleanup keeps the log from its start
+// (recovery replays it from the empty state), even with a segment per
+// record (found by the session 19 review: it dropped the segments before
+// the snapshot, and a rollback within the depth failed with
+// ErrRollbackTooDeep).
+func TestDurableRollbackAfterRestartBeforeAnOldSnapshot(t *testing.T) {
+	cfg := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, 11)
+	cfg.SnapshotEvery, cfg.SnapshotInline = 7, true
+	opts := quietLog
+	opts.SegmentSize = 1 // a segment per record
+	mem := vfs.NewMem()
+	e, err := openFS(mem, "db", cfg, opts)
+	require.NoError(t, err)
+	var roots [][32]byte
+	for h := uint64(1); h <= 8; h++ { // a snapshot at 7
+		roots = append(roots, e.Root())
+		require.NoError(t, e.BeginBlock(h))
+		tx, err := e.Begin(Address{1}, h)
+		require.NoError(t, err)
+		_, _, err = tx.Schedule(100, []byte{byte(h)})
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		_, err = e.EndBlock(nopExec{})
+		require.NoError(t, err)
+		require.NoError(t, e.Commit())
+	}
+	require.NoError(t, e.Close())
+	for _, to := range []uint64{4, 1} {
+		f, err := openFS(mem.Crash(vfs.CrashOptions{}), "db", cfg, opts)
+		require.NoError(t, err)
+		require.Equal(t, uint64(8), f.Height())
+		require.NoError(t, f.Rollback(to), "up to 7 blocks back, depth 11, after a restart")
+		require.Equal(t, roots[to], f.Root())
+		require.NoError(t, f.Close())
+	}
+}

@@ -167,9 +167,10 @@
 // Options.KeepRecords = K. Open then replays at least K records when the
 // log has them, from which the caller rebuilds what it needs to undo the
 // last K blocks; and WriteSnapshot keeps the snapshot that Open would start
-// from now (the newest at least K below the newest snapshot), every newer
-// one (each becomes it in turn as the log grows), and the segments from it
-// on, besides what RetainSnapshots keeps. With a snapshot every N blocks,
+// from now (the newest at least K below the newest snapshot; while there is
+// none, the log's start, replayed from the empty state), every newer one
+// (each becomes it in turn as the log grows), and the segments from it on,
+// besides what RetainSnapshots keeps. With a snapshot every N blocks,
 // recovery replays between K and about K+N records, and a Truncate back
 // up to K blocks needs no snapshot function once there is a snapshot K or
 // more blocks below the newest one (the newest at K+N or above).

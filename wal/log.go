@@ -86,9 +86,9 @@ type Options struct {
 	// least KeepRecords blocks below the last height, if it and every
 	// record after it are there and valid, so that Replay yields at least
 	// KeepRecords records; and WriteSnapshot keeps that snapshot (the
-	// newest at least KeepRecords below the newest), every newer one (each
-	// becomes it in turn) and the segments after it, whatever
-	// RetainSnapshots says. Recovery then replays at most KeepRecords plus
+	// newest at least KeepRecords below the newest; while there is none,
+	// the log's start), every newer one (each becomes it in turn) and the
+	// segments after it, whatever RetainSnapshots says. Recovery then replays at most KeepRecords plus
 	// one snapshot interval of records. Default 0: recover from the newest
 	// valid snapshot.
 	KeepRecords uint64
@@ -662,17 +662,21 @@ func (l *Log) cleanup() error {
 	}
 	newest := l.snaps[len(l.snaps)-1].height
 	from := max(0, len(l.snaps)-l.opts.RetainSnapshots)
+	fromStart := false
 	if k := l.opts.KeepRecords; k > 0 {
 		// Keep the newest snapshot at least k below newest (Open starts
 		// from it when the log ends at newest) and every newer one (each
 		// becomes it as the log grows); all of them if none is that old.
-		a := 0
+		a := -1
 		for i, s := range l.snaps {
 			if newest >= k && s.height <= newest-k {
 				a = i
 			}
 		}
-		from = min(from, a)
+		from = min(from, max(a, 0))
+		// With none that old, the log's start is that base (Open replays
+		// from the empty state): its segments stay, if it still has them.
+		fromStart = a < 0 && len(l.segs) > 0 && l.segs[0].first == 1
 	}
 	keep := l.snaps[from:]
 	var remove []string
@@ -691,7 +695,7 @@ func (l *Log) cleanup() error {
 	// the segment after it starts at most one past that snapshot.
 	oldest := keep[0].height
 	nseg := 0
-	for nseg+1 < len(l.segs) && l.segs[nseg+1].first <= oldest+1 {
+	for !fromStart && nseg+1 < len(l.segs) && l.segs[nseg+1].first <= oldest+1 {
 		remove = append(remove, l.segs[nseg].name)
 		nseg++
 	}

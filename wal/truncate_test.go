@@ -639,16 +639,21 @@ func TestTruncateWhileSyncing(t *testing.T) {
 	}
 }
 
+// every10 is 10, 20, ... up to last.
+func every10(last uint64) []uint64 {
+	var hs []uint64
+	for h := uint64(10); h <= last; h += 10 {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
 // keepLog is a log of blocks 1..last with a snapshot every 10 blocks,
 // small segments and the given options.
 func keepLog(t *testing.T, opts Options, last uint64) *vfs.MemFS {
 	m := vfs.NewMem()
 	opts.SegmentSize = 600
-	var snaps []uint64
-	for s := uint64(10); s <= last; s += 10 {
-		snaps = append(snaps, s)
-	}
-	buildLog(t, m, opts, last, snaps...).Close()
+	buildLog(t, m, opts, last, every10(last)...).Close()
 	return m
 }
 
@@ -671,26 +676,32 @@ func TestKeepRecords(t *testing.T) {
 		{"K 5, too few records since the newest", Options{KeepRecords: 5}, 203, []uint64{190, 200}, 190},
 		{"K 35, retain 1", Options{KeepRecords: 35, RetainSnapshots: 1}, 203, []uint64{160, 170, 180, 190, 200}, 160},
 		{"K 5, retain 4", Options{KeepRecords: 5, RetainSnapshots: 4}, 203, []uint64{170, 180, 190, 200}, 190},
-		{"K above the history", Options{KeepRecords: 500}, 203, nil, 0}, // every snapshot kept
+		// No snapshot K below the newest at its writing: every snapshot
+		// is kept, and the log's start (nil: 10, 20, ..., 200).
+		{"K above the history", Options{KeepRecords: 500}, 203, nil, 0},
+		{"K just above the oldest snapshot", Options{KeepRecords: 191}, 203, nil, 10}, // Open: 10 <= 203-191
+		{"K at the oldest snapshot", Options{KeepRecords: 190}, 203, every10(200), 10},
 		{"K 0", Options{}, 203, []uint64{190, 200}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := keepLog(t, tc.opts, tc.last)
 			snaps := snapshotsIn(t, m, "/wal")
-			if tc.wantSnaps == nil {
-				for s := uint64(10); s <= tc.last; s += 10 {
-					tc.wantSnaps = append(tc.wantSnaps, s)
-				}
-				tc.wantBase = 10 // no snapshot is K old: the oldest, for the most history
+			fromStart := tc.wantSnaps == nil
+			if fromStart {
+				tc.wantSnaps = every10(tc.last)
 			}
 			if !slices.Equal(snaps, tc.wantSnaps) {
 				t.Fatalf("snapshots %v, want %v", snaps, tc.wantSnaps)
 			}
-			// The segments reach back to the oldest snapshot kept, no further.
+			// The segments reach back to the oldest base kept (the oldest
+			// snapshot, or the log's start), no further.
 			segs := segLayout(t, m, "/wal")
 			oldest := snaps[0]
+			if fromStart {
+				oldest = 0
+			}
 			if segs[0].first > oldest+1 || (len(segs) > 1 && segs[1].first <= oldest+1) {
-				t.Fatalf("oldest snapshot %d, segments %+v", oldest, segs)
+				t.Fatalf("oldest base %d, segments %+v", oldest, segs)
 			}
 			l, got := openCheck(t, m, "/wal", tc.opts)
 			defer l.Close()
