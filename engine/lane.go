@@ -416,18 +416,21 @@ func (e *Engine) reserve(c *cand, cost Amount) {
 // weight is W(actor) for actor index a in this block, computed once per
 // actor and block: a division each, where a block has far more timers
 // than actors.
-func (e *Engine) weight(a uint32) uint32 {
+func (e *Engine) weight(a uint32) *weightRec {
 	s := &e.lane
 	wr := &s.weights[a]
 	if wr.gen != s.gen {
-		wr.gen, wr.w = s.gen, s.window.Weight(a)
+		wr.gen, wr.w, wr.f = s.gen, s.window.Weight(a), s.window.Factor(a)
 	}
-	return wr.w
+	return wr
 }
 
-// weightRec is an actor's W during one block's end.
+// weightRec is an actor's W during one block's end: in parts per million,
+// as FireFee reports it, and exactly, as the order uses it (f is W times a
+// number common to the block, fairness.Window.Factor).
 type weightRec struct {
 	gen uint64 // the end of block it is for; older entries are stale
+	f   uint64
 	w   uint32
 }
 
@@ -705,13 +708,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			continue
 		}
 		// W, as weight gives it, without a call once the actor has it.
-		w := s.weights[r.actor].w
-		if s.weights[r.actor].gen != s.gen {
+		w := &s.weights[r.actor]
+		if w.gen != s.gen {
 			w = e.weight(r.actor)
 		}
-		c.wf |= w
+		c.wf |= w.w
 		c.tag = uint32(e.ids.tag(&r.id))
-		keys = append(keys, newSortKey(mulWide(prio, uint64(w)), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
+		keys = append(keys, newSortKey(mulWide(prio, w.f), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
 		minGas = min(minGas, gas)
 		cands = append(cands, c)
 	}

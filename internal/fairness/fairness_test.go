@@ -112,6 +112,34 @@ func TestWeightFormula(t *testing.T) {
 	}
 }
 
+// TestFactor: W × max(2, m2), exact, and ordered as W is (the lane's
+// order multiplies priority fees by it); the ppm weights of the first two
+// rows are equal, their factors are not.
+func TestFactor(t *testing.T) {
+	for _, tc := range []struct {
+		recent, m2, want uint64
+	}{
+		{0, 0, 4},                 // no fire anywhere: W = 2, d = 2
+		{0, 6, 12},                // W = 2
+		{1, 6, 10},                // W = 2 − 1/3 = 5/3, d = 6
+		{3, 6, 6},                 // at the median: W = 1
+		{7, 6, 6},                 // above it: W = 1
+		{1, 4_000_001, 8_000_000}, // the ppm weight of these two is
+		{0, 4_000_001, 8_000_002}, // 2,000,000 for both
+		{0, 1 << 63, 1<<64 - 1},   // 2^64, saturated
+		{1, 1 << 63, 1<<64 - 2},   // still below it
+		{MaxRecent, 1 << 63, 1 << 63},
+		{MaxRecent - 1, 1 << 63, 1<<63 + 2},
+	} {
+		if got := factor(tc.recent, tc.m2); got != tc.want {
+			t.Errorf("factor(%d, %d) = %d, want %d", tc.recent, tc.m2, got, tc.want)
+		}
+		if got := modelFactor(tc.recent, tc.m2); got != tc.want {
+			t.Errorf("modelFactor(%d, %d) = %d, want %d", tc.recent, tc.m2, got, tc.want)
+		}
+	}
+}
+
 func TestExpiry(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

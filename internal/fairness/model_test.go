@@ -2,6 +2,7 @@ package fairness
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"testing"
@@ -89,9 +90,8 @@ func median2(recents []uint64) uint64 {
 	}
 }
 
-// modelWeight is clip(2 − recent/max(1, median), 1, 2) in exact rationals,
-// rounded up to the next ppm.
-func modelWeight(recent, m2 uint64) uint32 {
+// modelW is clip(2 − recent/max(1, median), 1, 2) in exact rationals.
+func modelW(recent, m2 uint64) *big.Rat {
 	med := new(big.Rat).SetFrac(new(big.Int).SetUint64(m2), big.NewInt(2))
 	if med.Cmp(big.NewRat(1, 1)) < 0 {
 		med.SetInt64(1)
@@ -100,7 +100,24 @@ func modelWeight(recent, m2 uint64) uint32 {
 	if ratio.Cmp(big.NewRat(1, 1)) > 0 {
 		ratio.SetInt64(1)
 	}
-	w := new(big.Rat).Sub(big.NewRat(2, 1), ratio)
+	return new(big.Rat).Sub(big.NewRat(2, 1), ratio)
+}
+
+// modelFactor is modelW × max(2, m2), an integer, saturated at 2^64 − 1.
+func modelFactor(recent, m2 uint64) uint64 {
+	f := new(big.Rat).Mul(modelW(recent, m2), new(big.Rat).SetUint64(max(2, m2)))
+	if !f.IsInt() {
+		panic("W × max(2, m2) is not an integer")
+	}
+	if !f.Num().IsUint64() {
+		return math.MaxUint64
+	}
+	return f.Num().Uint64()
+}
+
+// modelWeight is modelW rounded up to the next ppm.
+func modelWeight(recent, m2 uint64) uint32 {
+	w := modelW(recent, m2)
 	ppm := new(big.Int).Mul(w.Num(), big.NewInt(1_000_000))
 	q, r := new(big.Int).QuoRem(ppm, w.Denom(), new(big.Int))
 	if r.Sign() > 0 {
@@ -266,6 +283,9 @@ func compare(t testing.TB, w *Window, m *model, actors int, walk *[]fire, step f
 		}
 		if got := w.Weight(uint32(a)); got != want {
 			t.Fatalf("after %s: Weight(%d) = %d, want %d (recent %d, m2 %d)", step(), a, got, want, r, m2)
+		}
+		if got, want := w.Factor(uint32(a)), modelFactor(r, m2); got != want {
+			t.Fatalf("after %s: Factor(%d) = %d, want %d (recent %d, m2 %d)", step(), a, got, want, r, m2)
 		}
 	}
 	*walk = (*walk)[:0]

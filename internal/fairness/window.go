@@ -2,6 +2,7 @@ package fairness
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 )
 
@@ -283,6 +284,29 @@ func (w *Window) Weight(id uint32) uint32 {
 		return MaxWeight
 	}
 	return weight(r, w.Median2())
+}
+
+// Factor returns W(actor) × d exactly, for d = max(2, Median2()), the
+// same for every actor in a block: 2d − min(d, 2·recent). The lane orders
+// its timers by priority fee × Factor, which is CIP-1's priority fee × W
+// with no rounding (Weight's parts per million round W up, and a product
+// with them could put a timer before one whose exact effective priority
+// is higher). Under MaxRecent, d is at most 2^63 and only W = 2 at that d
+// overflows: saturated to 2^64 − 1, it still sorts above every other
+// factor (at most 2^64 − 2).
+func (w *Window) Factor(id uint32) uint64 { return factor(w.Recent(id), w.Median2()) }
+
+func factor(recent, m2 uint64) uint64 {
+	d := max(2, m2)
+	below := d // min(d, 2·recent), without overflowing 2·recent
+	if recent <= d/2 {
+		below = 2 * recent
+	}
+	f, carry := bits.Add64(d, d-below, 0)
+	if carry != 0 {
+		return math.MaxUint64
+	}
+	return f
 }
 
 // weight is 2_000_000 − min(1_000_000, ⌊recent·2_000_000 / max(2, m2)⌋).
