@@ -281,13 +281,34 @@ func (l *Log) recover() error {
 		l.cur = file
 		l.curSize = f.sc.tailSize
 		l.curNext = f.sc.tailNext
-		if rec.Cut != nil && !rec.Cut.Removed {
-			if err := file.Sync(); err != nil { // make the truncation durable
-				return err
-			}
-		}
+	}
+	if !opts.ReadOnly {
+		return syncKept(fsys, dir, l.segs)
 	}
 	return nil
+}
+
+// syncKept makes durable what recovery found: a writer killed before its
+// syncs may have left records, a segment's name or a snapshot's rename in
+// the page cache alone, and recovery built on them. The next record is
+// written after them, and a rotation syncs only a segment this Log wrote
+// to, so a power loss later would otherwise take acknowledged blocks with
+// them (or leave a gap before them). A truncated tail is synced here too.
+func syncKept(fsys vfs.FS, dir string, segs []segment) error {
+	for _, s := range segs {
+		f, err := fsys.Open(filepath.Join(dir, s.name))
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return vfs.SyncDir(fsys, dir)
 }
 
 // newestBase is recovery's usual choice: the newest valid snapshot, or an

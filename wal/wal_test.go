@@ -295,18 +295,18 @@ func TestFailedLogRefusesWrites(t *testing.T) {
 		kinds errorfs.Kinds
 		err   error
 		torn  bool
+		index int // of the operation that fails: Append(5)'s
 	}{
-		{"write EIO", errorfs.Of(errorfs.OpWrite), syscall.EIO, false},
-		{"write ENOSPC torn", errorfs.Of(errorfs.OpWrite), syscall.ENOSPC, true},
-		{"sync EIO", errorfs.Of(errorfs.OpSync), syscall.EIO, false},
+		{"write EIO", errorfs.Of(errorfs.OpWrite), syscall.EIO, false, 1},
+		{"write ENOSPC torn", errorfs.Of(errorfs.OpWrite), syscall.ENOSPC, true, 1},
+		{"sync EIO", errorfs.Of(errorfs.OpSync), syscall.EIO, false, 2}, // after Open's of the segment, Append(4)'s
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := vfs.NewMem()
 			l, _ := openCheck(t, m, "/wal", Options{})
 			appendRange(t, l, 1, 3)
 			l.Close()
-			// Fail the second operation of the kind in the next run.
-			ii := errorfs.OnIndex(1, tc.kinds, errorfs.Fault{Err: tc.err, Torn: tc.torn, Keep: 10})
+			ii := errorfs.OnIndex(tc.index, tc.kinds, errorfs.Fault{Err: tc.err, Torn: tc.torn, Keep: 10})
 			l, _ = openCheck(t, errorfs.Wrap(m, ii), "/wal", Options{})
 			appendRange(t, l, 4, 4)
 			err := l.Append(5, bodyFor(5))
