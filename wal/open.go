@@ -385,10 +385,14 @@ func (l *Log) keepingBase(ls *listing) (*found, error) {
 		return nil, nil
 	}
 	sc, err := l.scanSegs(ls, start, top, false)
-	if err != nil || sc.last < top {
+	if err != nil {
 		return nil, notCorrupt(err) // newestBase reports any damage
 	}
-	last, k := sc.last, l.opts.KeepRecords
+	// No record may follow the newest snapshot yet (a crash as the segment
+	// after it began leaves a header, or a torn record that recovery
+	// cuts): the last height is then the snapshot's, and the records
+	// before it are still worth keeping.
+	last, k := max(sc.last, top), l.opts.KeepRecords
 	// skipped reports damage that leaves fewer records to keep: recovery
 	// goes on from a newer base, and `timerlane verify` names the file.
 	var logged []string

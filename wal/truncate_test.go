@@ -783,6 +783,40 @@ func TestKeepRecordsFallback(t *testing.T) {
 	}
 }
 
+// TestKeepRecordsEmptyTail: a crash as the segment after the newest
+// snapshot began leaves it a header alone (or a torn first record, which
+// Open cuts to that): Open still starts K records back, though no record
+// follows the snapshot (found by the session 20 review: it started from
+// the newest snapshot, and a restarted node could roll nothing back).
+func TestKeepRecordsEmptyTail(t *testing.T) {
+	opts := Options{KeepRecords: 25}
+	for _, torn := range []int{0, 5} { // bytes of a first record after the header
+		m := keepLog(t, opts, 200)
+		f, err := m.Create("/wal/" + segmentName(201))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := appendSegmentHeader(nil, 201, 0)
+		b = append(b, make([]byte, torn)...)
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		f.Sync()
+		f.Close()
+		vfs.SyncDir(m, "/wal")
+		l, got := openCheck(t, m, "/wal", opts)
+		rec := l.Recovery()
+		if got.last != 200 || rec.SnapshotHeight != 170 || rec.Records != 30 {
+			t.Fatalf("torn %d: recovered %+v, %+v; want base 170, 30 records to 200", torn, got, rec)
+		}
+		appendRange(t, l, 201, 203) // the log goes on in that segment
+		l.Close()
+		if _, got := openCheck(t, m.Crash(vfs.CrashOptions{}), "/wal", opts); got.last != 203 {
+			t.Fatalf("torn %d: after blocks 201..203, recovered %+v", torn, got)
+		}
+	}
+}
+
 // TestKeepRecordsTruncate: after a restart, a log kept with KeepRecords
 // rolls back up to K blocks from its own history, without a snapshot
 // function.
