@@ -44,20 +44,19 @@ func TestNextBasefee(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, nextBasefee(amt(tc.b), tc.used, &p).String())
+			require.Equal(t, tc.want, nextBasefee(amt(tc.b), tc.used, p.LaneTimerCycles, p.MinBasefee).String())
 		})
 	}
-	p.MinBasefee = amt("900")
-	require.Equal(t, "900", nextBasefee(amt("1000"), 0, &p).String(), "the floor")
+	require.Equal(t, "900", nextBasefee(amt("1000"), 0, p.LaneTimerCycles, amt("900")).String(), "the floor")
 
 	// An odd lane: the target is L/2 exactly, not rounded down. L = 101,
 	// 51 used: (51/101 - 1/2)/(1/2) = +1/101, so 10100 -> 10200; 50 used:
 	// -1/101, so 10302 -> 10200.
 	odd := DefaultLaneParams()
 	odd.LaneTimerCycles = 101
-	require.Equal(t, "10200", nextBasefee(amt("10100"), 51, &odd).String(), "just above half of an odd lane")
-	require.Equal(t, "10200", nextBasefee(amt("10302"), 50, &odd).String(), "just below half of an odd lane")
-	require.Equal(t, "11362", nextBasefee(amt("10100"), 101, &odd).String(), "a full odd lane: +1/8")
+	require.Equal(t, "10200", nextBasefee(amt("10100"), 51, odd.LaneTimerCycles, odd.MinBasefee).String(), "just above half of an odd lane")
+	require.Equal(t, "10200", nextBasefee(amt("10302"), 50, odd.LaneTimerCycles, odd.MinBasefee).String(), "just below half of an odd lane")
+	require.Equal(t, "11362", nextBasefee(amt("10100"), 101, odd.LaneTimerCycles, odd.MinBasefee).String(), "a full odd lane: +1/8")
 }
 
 func TestMedian(t *testing.T) {

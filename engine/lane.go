@@ -899,7 +899,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	// Next block's basefee (§5) and default tip (§7.1).
 	fig.P50Tip = median(fired)
-	fig.NextBasefee = nextBasefee(s.basefee, fig.LaneCycles, p)
+	// The floor is the next block's: an update made in this block is in
+	// force there, and NextBasefee is the basefee that block runs at.
+	fig.NextBasefee = nextBasefee(s.basefee, fig.LaneCycles, p.LaneTimerCycles, e.NextLaneParams().MinBasefee)
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
@@ -1082,13 +1084,12 @@ func selectAmount(xs []Amount, k int) {
 	slices.SortFunc(xs[lo:hi], Amount.Cmp)
 }
 
-// nextBasefee is CIP-1 §5 in integers: with lane budget L and used cycles
-// u (utilisation u/L, target 1/2), the basefee moves by
-// basefee × clip((2u − L)/L, −1/8, +1/8), rounded down, rising by at least
-// 1 when 2u > L (so a basefee of 0..7 can still rise) and never below the
-// floor. L is at most 2^60, so 8L and 8|2u − L| fit in 64 bits.
-func nextBasefee(b Amount, used uint64, p *LaneParams) Amount {
-	l := p.LaneTimerCycles
+// nextBasefee is CIP-1 §5 in integers: with lane budget l and used cycles
+// u (utilisation u/l, target 1/2), the basefee moves by
+// basefee × clip((2u − l)/l, −1/8, +1/8), rounded down, rising by at least
+// 1 when 2u > l (so a basefee of 0..7 can still rise) and never below
+// floor. l is at most 2^60, so 8l and 8|2u − l| fit in 64 bits.
+func nextBasefee(b Amount, used, l uint64, floor Amount) Amount {
 	u2 := 2 * min(used, l) // a block uses at most its lane
 	var next Amount
 	switch {
@@ -1104,8 +1105,8 @@ func nextBasefee(b Amount, used uint64, p *LaneParams) Amount {
 	default:
 		next = b
 	}
-	if next.Cmp(p.MinBasefee) < 0 {
-		next = p.MinBasefee
+	if next.Cmp(floor) < 0 {
+		next = floor
 	}
 	return next
 }
@@ -1115,7 +1116,7 @@ func nextBasefee(b Amount, used uint64, p *LaneParams) Amount {
 // the loop is short however large n is) and the default tip becomes 0.
 func (s *laneState) emptyLaneBlocks(n uint64) {
 	for ; n > 0; n-- {
-		next := nextBasefee(s.basefee, 0, &s.params)
+		next := nextBasefee(s.basefee, 0, s.params.LaneTimerCycles, s.params.MinBasefee)
 		if next == s.basefee {
 			break
 		}

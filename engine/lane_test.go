@@ -484,6 +484,36 @@ func TestLaneSystemInstructions(t *testing.T) {
 	require.Equal(t, 1, res.Fired)
 }
 
+// TestLaneNextBasefeeTakesTheNextFloor: a block's NextBasefee is what the
+// next block runs at, also when the block updates min_lane_basefee (in
+// force from the next block): raised above the computed basefee, or
+// lowered below the old floor.
+func TestLaneNextBasefeeTakesTheNextFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name, floor, newFloor, want string
+	}{
+		{"raised", "100", "2000", "2000"},
+		{"lowered", "1000", "100", "875"}, // an empty block: 1000 − 1/8
+		{"unchanged", "100", "100", "875"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) {
+				c.InitialBasefee, c.Lane.MinBasefee = amount("1000"), amount(tc.floor)
+			})
+			require.NoError(t, l.e.BeginBlock(1))
+			require.NoError(t, l.e.SystemUpdateConfig(sysS, withMinBasefee(l.e.LaneParams(), tc.newFloor)))
+			res, err := l.e.EndBlock(l.x)
+			require.NoError(t, err)
+			require.Equal(t, "1000", res.Lane.Basefee.String())
+			require.Equal(t, tc.want, res.Lane.NextBasefee.String())
+			require.NoError(t, l.e.Commit())
+			require.Equal(t, tc.want, l.e.Basefee().String(), "between the blocks")
+			res, _ = l.block(2, actorA, nil)
+			require.Equal(t, tc.want, res.Lane.Basefee.String())
+		})
+	}
+}
+
 // TestLaneDeferredStayPending: a deferred timer can be cancelled and
 // extended, keeps counting toward its actor's cap, and SkipEmpty does not
 // skip the blocks it waits in.
