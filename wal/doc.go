@@ -84,11 +84,11 @@
 // snapshot at least K blocks below the last height, if every record after
 // it is there and valid (see Rollback).
 //
-// Last, Open fsyncs every segment it keeps and the directory. What it
-// recovered may exist only in the page cache: a writer killed between a
-// write and its fsync (or one whose fsync failed, then closed and
-// reopened) leaves records, a new segment's name or a snapshot's rename
-// that no fsync covered. The next blocks are written after them, and a
+// Last, Open fsyncs every segment it keeps, the directory and its parent.
+// What it recovered may exist only in the page cache: a writer killed
+// between a write and its fsync (or one whose fsync failed, then closed
+// and reopened) leaves records, a new segment's name, a snapshot's rename
+// or the directory's own entry that no fsync covered. The next blocks are written after them, and a
 // segment rotation syncs only a segment this Log wrote to; without these
 // fsyncs a power loss later could take acknowledged blocks with them, or
 // leave the log a gap that no Open gets past.

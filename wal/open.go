@@ -289,11 +289,13 @@ func (l *Log) recover() error {
 }
 
 // syncKept makes durable what recovery found: a writer killed before its
-// syncs may have left records, a segment's name or a snapshot's rename in
-// the page cache alone, and recovery built on them. The next record is
-// written after them, and a rotation syncs only a segment this Log wrote
-// to, so a power loss later would otherwise take acknowledged blocks with
-// them (or leave a gap before them). A truncated tail is synced here too.
+// syncs may have left records, a segment's name, a snapshot's rename or
+// the directory's own entry (ensureDir syncs the parent only when it
+// creates the directory) in the page cache alone, and recovery built on
+// them. The next record is written after them, and a rotation syncs only
+// a segment this Log wrote to, so a power loss later would otherwise take
+// acknowledged blocks with them (or leave a gap before them). A truncated
+// tail is synced here too.
 func syncKept(fsys vfs.FS, dir string, segs []segment) error {
 	for _, s := range segs {
 		f, err := fsys.Open(filepath.Join(dir, s.name))
@@ -308,7 +310,13 @@ func syncKept(fsys vfs.FS, dir string, segs []segment) error {
 			return err
 		}
 	}
-	return vfs.SyncDir(fsys, dir)
+	if err := vfs.SyncDir(fsys, dir); err != nil {
+		return err
+	}
+	if parent := filepath.Dir(filepath.Clean(dir)); parent != filepath.Clean(dir) {
+		return vfs.SyncDir(fsys, parent)
+	}
+	return nil
 }
 
 // newestBase is recovery's usual choice: the newest valid snapshot, or an
