@@ -88,15 +88,16 @@
 // What it recovered may exist only in the page cache: a writer killed
 // between a write and its fsync (or one whose fsync failed, then closed
 // and reopened) leaves records, a new segment's name, a snapshot's rename
-// or the directory's own entry that no fsync covered. The next blocks are written after them, and a
-// segment rotation syncs only a segment this Log wrote to; without these
-// fsyncs a power loss later could take acknowledged blocks with them, or
-// leave the log a gap that no Open gets past.
+// or the directory's own entry that no fsync covered. The next blocks are
+// written after them, and a segment rotation syncs only a segment this Log
+// wrote to; without these fsyncs a power loss later could take
+// acknowledged blocks with them, or leave the log a gap that no Open gets
+// past.
 //
 // With Options.ReadOnly, Open does all of this and writes nothing: no
-// lock, no removal of temporary snapshots, no fsync, no cut of a torn tail (the
-// log's state ends before it all the same, and Recovery().Cut says so
-// with Left set); the Log refuses every write with ErrReadOnly. The
+// lock, no removal of temporary snapshots, no fsync, no cut of a torn tail
+// (the log's state ends before it all the same, and Recovery().Cut says
+// so with Left set); the Log refuses every write with ErrReadOnly. The
 // `timerlane inspect`, `verify` and `prove` commands open a directory so,
 // beside a running node if need be.
 //

@@ -88,9 +88,9 @@ type Options struct {
 	// KeepRecords records; and WriteSnapshot keeps that snapshot (the
 	// newest at least KeepRecords below the newest; while there is none,
 	// the log's start), every newer one (each becomes it in turn) and the
-	// segments after it, whatever RetainSnapshots says. Recovery then replays at most KeepRecords plus
-	// one snapshot interval of records. Default 0: recover from the newest
-	// valid snapshot.
+	// segments after it, whatever RetainSnapshots says. Recovery then
+	// replays at most KeepRecords plus one snapshot interval of records.
+	// Default 0: recover from the newest valid snapshot.
 	KeepRecords uint64
 	// Logf reports what Open cut or removed (a torn tail, a leftover
 	// temporary snapshot, a skipped damaged snapshot) and what a repair
