@@ -128,6 +128,8 @@ type laneState struct {
 	gen       uint64
 	tipsDue   Amount   // tips of this block's fires, not yet paid
 	burnDue   Amount   // basefee of this block's fires, not yet burned
+	tipsPaid  Amount   // tips of this block credited to the proposer
+	tipsBurnt Amount   // tips of this block the proposer's balance could not hold
 	fireCount []uint32 // fires of this block, by actor index
 	firing    []uint32 // actors with fires in this block
 	fee       FireFee
@@ -868,7 +870,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		fee.Burned = s.basefee.Mul64(billed)
 		fee.Refund = maxCost.Sub(fee.Tip).Sub(fee.Burned)
 		e.settle(fee, acct)
-		fig.Tips, fig.Burned = u128.SatAdd(fig.Tips, fee.Tip), u128.SatAdd(fig.Burned, fee.Burned)
+		fig.Burned = u128.SatAdd(fig.Burned, fee.Burned) // fig.Tips: what payTips paid
 		fired = append(fired, c.prio)
 		e.countFire(actor)
 		if e.obs != nil {
@@ -896,6 +898,10 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 
 	e.recordFires(h)
 	e.payTips()
+	// What the proposer received, and what it could not hold burned: the
+	// block line says where the tips went.
+	fig.Tips, fig.Burned = s.tipsPaid, u128.SatAdd(fig.Burned, s.tipsBurnt)
+	s.tipsPaid, s.tipsBurnt = Amount{}, Amount{}
 
 	// Next block's basefee (§5) and default tip (§7.1).
 	fig.P50Tip = median(fired)
@@ -1007,11 +1013,16 @@ func (e *Engine) settle(f *FireFee, acct uint32) {
 }
 
 // payTips credits the summed tips to the proposer and burns the summed
-// basefee (a tip the proposer's balance cannot hold is burned).
+// basefee. Tips the proposer's balance cannot hold (past 2^128 − 1) are
+// burned, as a refund the payer's cannot hold is (settle); the block's
+// figures count each sum where it went.
 func (e *Engine) payTips() {
 	s := &e.lane
 	if err := s.led.Credit(s.proposer, s.tipsDue); err != nil {
 		_ = s.led.Burn(s.tipsDue)
+		s.tipsBurnt = u128.SatAdd(s.tipsBurnt, s.tipsDue)
+	} else {
+		s.tipsPaid = u128.SatAdd(s.tipsPaid, s.tipsDue)
 	}
 	_ = s.led.Burn(s.burnDue)
 	s.tipsDue, s.burnDue = Amount{}, Amount{}

@@ -256,6 +256,46 @@ func TestLaneSettlement(t *testing.T) {
 	}
 }
 
+// TestLaneTipsTheProposerCannotHold: tips that would take the proposer's
+// balance past 2^128 − 1 are burned, and the block's figures say so: Tips
+// counts what the proposer received, Burned what the ledger burned (found
+// by the session 20 lane model: the tips were burned while Tips still
+// counted them).
+func TestLaneTipsTheProposerCannotHold(t *testing.T) {
+	for _, tc := range []struct {
+		name, proposer   string // the proposer's balance before the block
+		tips, burnedTips string
+	}{
+		{"room", "1000", "8", "0"},
+		{"no room", "340282366920938463463374607431768211450", "0", "8"}, // 2^128 − 6
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) {
+				c.InitialBasefee, c.Lane.MinBasefee = amount("10"), amount("10")
+			})
+			l.fund(actorA, "100000000")
+			l.fund(proposerQ, tc.proposer)
+			l.block(1, actorA, func(tx engine.Tx) {
+				for _, p := range []string{"x", "y"} {
+					l.schedule(tx, 2, p, engine.Fees{Set: engine.HasGasLimit | engine.HasMaxFee | engine.HasMaxPriorityFee,
+						GasLimit: 100_000, MaxFee: amount("20"), MaxPriorityFee: amount("4")})
+				}
+			})
+			res, _ := l.block(2, actorA, nil)
+			require.Equal(t, 2, res.Fired)
+			const billed = 1 // each handler's cycles (recorder)
+			for _, f := range l.log.fees {
+				require.Equal(t, fmt.Sprint(4*billed), f.Tip.String(), "the fire's tip, owed to the proposer")
+			}
+			burned := amount(fmt.Sprint(2 * 10 * billed)).Add(amount(tc.burnedTips))
+			require.Equal(t, tc.tips, res.Lane.Tips.String())
+			require.Equal(t, burned.String(), res.Lane.Burned.String())
+			require.Equal(t, burned.String(), l.e.Ledger().(*engine.MemLedger).Burned().String())
+			require.Equal(t, amount(tc.proposer).Add(amount(tc.tips)).String(), l.balance(proposerQ))
+		})
+	}
+}
+
 // TestLaneFullGreedy: the lane takes the highest priorities that fit, goes
 // on past a timer that does not fit, and defers the rest, visibly.
 func TestLaneFullGreedy(t *testing.T) {
