@@ -488,17 +488,7 @@ func TestDurableRollbackToTheEndOfAnEmptyRun(t *testing.T) {
 	mem := vfs.NewMem()
 	e, err := openFS(mem, "db", cfg, opts)
 	require.NoError(t, err)
-	block := func(h uint64) {
-		require.NoError(t, e.BeginBlock(h))
-		tx, err := e.Begin(Address{1}, h)
-		require.NoError(t, err)
-		_, _, err = tx.Schedule(100, []byte{byte(h)})
-		require.NoError(t, err)
-		require.NoError(t, tx.Commit())
-		_, err = e.EndBlock(nopExec{})
-		require.NoError(t, err)
-		require.NoError(t, e.Commit())
-	}
+	block := func(h uint64) { require.NoError(t, oneTimerBlock(t, e, h, 100)) }
 	for h := uint64(1); h <= 5; h++ {
 		block(h) // records 1..5
 	}
@@ -537,15 +527,7 @@ func TestDurableRollbackAfterRestartBeforeAnOldSnapshot(t *testing.T) {
 	var roots [][32]byte
 	for h := uint64(1); h <= 8; h++ { // a snapshot at 7
 		roots = append(roots, e.Root())
-		require.NoError(t, e.BeginBlock(h))
-		tx, err := e.Begin(Address{1}, h)
-		require.NoError(t, err)
-		_, _, err = tx.Schedule(100, []byte{byte(h)})
-		require.NoError(t, err)
-		require.NoError(t, tx.Commit())
-		_, err = e.EndBlock(nopExec{})
-		require.NoError(t, err)
-		require.NoError(t, e.Commit())
+		require.NoError(t, oneTimerBlock(t, e, h, 100))
 	}
 	require.NoError(t, e.Close())
 	for _, to := range []uint64{4, 1} {
@@ -617,17 +599,7 @@ func TestDurableRestartOnUnsyncedFiles(t *testing.T) {
 			if tc.segSize > 0 {
 				opts.SegmentSize = tc.segSize
 			}
-			block := func(e *Engine, h uint64) error {
-				require.NoError(t, e.BeginBlock(h))
-				tx, err := e.Begin(Address{1}, h)
-				require.NoError(t, err)
-				_, _, err = tx.Schedule(h+50, []byte{byte(h)})
-				require.NoError(t, err)
-				require.NoError(t, tx.Commit())
-				_, err = e.EndBlock(nopExec{})
-				require.NoError(t, err)
-				return e.Commit()
-			}
+			block := func(e *Engine, h uint64) error { return oneTimerBlock(t, e, h, h+50) }
 			mem := vfs.NewMem()
 			var killed *vfs.MemFS
 			e, err := openFS(errorfs.Wrap(mem, tc.fault(mem, &killed)), "db", cfg, opts)
@@ -684,15 +656,7 @@ func TestDurableRollbackAfterCrashAtRotationAfterSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	roots := map[uint64][32]byte{}
 	for h := uint64(1); h <= 11; h++ { // a snapshot at block 10
-		require.NoError(t, e.BeginBlock(h))
-		tx, err := e.Begin(Address{1}, h)
-		require.NoError(t, err)
-		_, _, err = tx.Schedule(h+500, []byte{byte(h)})
-		require.NoError(t, err)
-		require.NoError(t, tx.Commit())
-		_, err = e.EndBlock(nopExec{})
-		require.NoError(t, err)
-		require.NoError(t, e.Commit())
+		require.NoError(t, oneTimerBlock(t, e, h, h+500))
 		roots[h] = e.Root()
 	}
 	require.NoError(t, e.Close())
@@ -707,4 +671,20 @@ func TestDurableRollbackAfterCrashAtRotationAfterSnapshot(t *testing.T) {
 		require.Equal(t, roots[to], f.Root())
 		require.NoError(t, f.Close())
 	}
+}
+
+// oneTimerBlock runs block h: one transaction of actor {1} that schedules a
+// timer at height at (payload {h}), end of block, and Commit, whose error
+// it returns.
+func oneTimerBlock(t *testing.T, e *Engine, h, at uint64) error {
+	t.Helper()
+	require.NoError(t, e.BeginBlock(h))
+	tx, err := e.Begin(Address{1}, h)
+	require.NoError(t, err)
+	_, _, err = tx.Schedule(at, []byte{byte(h)})
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	_, err = e.EndBlock(nopExec{})
+	require.NoError(t, err)
+	return e.Commit()
 }
