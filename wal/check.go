@@ -52,7 +52,7 @@ func Check(fsys vfs.FS, dir string, opts Options) ([]*CorruptError, error) {
 		if err != nil {
 			return bad, err
 		}
-		ce, end := checkSegment(s, data, opts.maxRecordLength(), i == len(ls.segs)-1, lostPages)
+		ce, end := checkSegment(s, data, maxRecordLength, i == len(ls.segs)-1, lostPages)
 		if ce != nil {
 			bad = append(bad, ce)
 		}

@@ -72,8 +72,10 @@ type Options struct {
 	SegmentSize int64
 	// Compression of block bodies and snapshot chunks (default CompressS2).
 	Compression Compression
-	// MaxBodySize bounds a block body, before compression (default 256 MiB,
-	// at most 4 GiB minus the header).
+	// MaxBodySize bounds a block body that Append takes, before
+	// compression (default 256 MiB, at most 4 GiB minus the header). It
+	// does not bound what the log reads: records written under a larger
+	// MaxBodySize read whole.
 	MaxBodySize int
 	// RetainSnapshots is how many snapshots WriteSnapshot keeps, with the
 	// segments needed to recover from the oldest of them (default 2: if the
@@ -120,12 +122,10 @@ func (o Options) withDefaults() Options {
 	if o.SegmentSize <= 0 {
 		o.SegmentSize = 64 << 20
 	}
-	// A record length is a uint32; on 32-bit platforms an int bounds it first.
-	const maxBody = min(1<<32-1-recMinLength, math.MaxInt)
 	if o.MaxBodySize <= 0 {
 		o.MaxBodySize = 256 << 20
 	}
-	o.MaxBodySize = min(o.MaxBodySize, maxBody)
+	o.MaxBodySize = min(o.MaxBodySize, maxBodyLimit)
 	if o.RetainSnapshots <= 0 {
 		o.RetainSnapshots = 2
 	}
@@ -135,12 +135,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// maxRecordLength bounds a record's length field: the largest body,
-// compressed with the worst expansion of any codec, plus kind and height.
-func (o Options) maxRecordLength() uint32 {
-	n := int64(o.MaxBodySize) + int64(o.MaxBodySize)/8 + 4096 + recMinLength
-	return uint32(min(n, 1<<32-1))
-}
+// maxBodyLimit is the largest body a log can hold: a record's length is a
+// uint32, and on 32-bit platforms an int bounds it first.
+const maxBodyLimit = min(1<<32-1-recMinLength, math.MaxInt)
+
+// maxRecordLength bounds a record's length field when reading. It is the
+// format's bound, not this Log's MaxBodySize: a log written with a larger
+// MaxBodySize must read whole under a smaller one (or under `timerlane wal
+// repair`'s default), where a smaller bound made its larger records look
+// torn and cut acknowledged blocks. The readers take a record from bytes in
+// hand or check its length against the file's size first, so a damaged
+// length allocates nothing; and a body is decompressed only once its
+// record's checksum holds.
+const maxRecordLength = uint32(min(int64(maxBodyLimit)+int64(maxBodyLimit)/8+4096+recMinLength, 1<<32-1))
 
 // segment is a segment file of the log.
 type segment struct {
@@ -794,7 +801,7 @@ func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 			return err
 		}
 		for off := 0; off < len(data); {
-			r, ferr := decodeRecord(data[off:], l.opts.maxRecordLength())
+			r, ferr := decodeRecord(data[off:], maxRecordLength)
 			if ferr != nil {
 				return &CorruptError{Segment: ps.name, Offset: ps.from + int64(off), Reason: ferr.reason + " (changed since Open)"}
 			}
@@ -805,7 +812,7 @@ func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 			if r.height != next {
 				return &CorruptError{Segment: ps.name, Offset: ps.from + int64(off-r.size), Reason: fmt.Sprintf("height %d, expected %d (changed since Open)", r.height, next)}
 			}
-			body, err := decodeBody(dec, r.kind, r.payload, l.opts.MaxBodySize)
+			body, err := decodeBody(dec, r.kind, r.payload, maxBodyLimit)
 			if err != nil {
 				return &CorruptError{Segment: ps.name, Offset: ps.from + int64(off-r.size), Reason: "body: " + err.Error()}
 			}

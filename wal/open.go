@@ -549,7 +549,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 	if len(segs) > 0 {
 		sc.from = segs[0].first
 	}
-	maxLen := l.opts.maxRecordLength()
+	maxLen := maxRecordLength
 	lostPages := l.opts.Sync.mode != syncEvery
 	var prevLast uint64 // last height of the previous segment (or its first-1 if empty)
 	for i, seg := range segs {

@@ -289,7 +289,7 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 	if base == 0 || err != nil {
 		return RepairAction{}, false, err
 	}
-	maxLen := opts.maxRecordLength()
+	maxLen := maxRecordLength
 	// The height the damaged record should have had: the records before
 	// it are whole (Open found the first damage at ce.Offset). Damage in
 	// the header: the file's name gives the first height.
@@ -367,7 +367,7 @@ func rebuildHeader(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Rep
 	if _, _, ferr := decodeSegmentHeader(data); !ok || ferr == nil || len(data) <= segHeaderSize {
 		return RepairAction{}, false, nil // a whole header that disagrees, or no record
 	}
-	if r, ferr := decodeRecord(data[segHeaderSize:], opts.maxRecordLength()); ferr != nil || r.height != first {
+	if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
 		return RepairAction{}, false, nil
 	}
 	var flags uint64

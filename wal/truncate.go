@@ -245,7 +245,7 @@ func (l *Log) verifySegment(seg segment) error {
 	if err != nil {
 		return err
 	}
-	if ce, _ := checkSegment(seg, data, l.opts.maxRecordLength(), false, false); ce != nil {
+	if ce, _ := checkSegment(seg, data, maxRecordLength, false, false); ce != nil {
 		return ce
 	}
 	return nil
@@ -264,7 +264,7 @@ func (l *Log) findCut(seg segment, height uint64) (cut int64, next uint64, err e
 	if err != nil {
 		return 0, 0, err
 	}
-	maxLen := l.opts.maxRecordLength()
+	maxLen := maxRecordLength
 	var hdr [recHeaderSize]byte
 	off, next := int64(segHeaderSize), seg.first
 	for off < size {

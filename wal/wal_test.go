@@ -1257,3 +1257,46 @@ func TestRepairHeaderAndFirstRecord(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxBodySizeLoweredBetweenRuns: MaxBodySize bounds what Append takes,
+// not what a log reads: a block written under a larger limit reads whole
+// under a smaller one, last or not (found by the session 20 review: it was
+// cut as a torn tail, or Open failed on it).
+func TestMaxBodySizeLoweredBetweenRuns(t *testing.T) {
+	for _, last := range []bool{true, false} {
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{Compression: CompressNone})
+		appendRange(t, l, 1, 5)
+		big := bytes.Repeat([]byte{0xa5}, 20_000)
+		if err := l.Append(6, big); err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(6)
+		if !last {
+			appendRange(t, l, 7, 8)
+			want = 8
+		}
+		l.Close()
+		l, err := Open(m, "/wal", Options{MaxBodySize: 1000})
+		if err != nil {
+			t.Fatalf("last %v: %v", last, err)
+		}
+		if l.LastHeight() != want || l.Recovery().Cut != nil {
+			t.Fatalf("last %v: recovered %d, cut %+v; want %d", last, l.LastHeight(), l.Recovery().Cut, want)
+		}
+		var body []byte
+		l.Replay(func(h uint64, b []byte) error {
+			if h == 6 {
+				body = bytes.Clone(b)
+			}
+			return nil
+		})
+		if !bytes.Equal(body, big) {
+			t.Fatalf("last %v: block 6 replays %d bytes, want %d", last, len(body), len(big))
+		}
+		if err := l.Append(want+1, big); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("last %v: Append over the new limit: %v", last, err)
+		}
+		l.Close()
+	}
+}
