@@ -108,7 +108,12 @@
 //     before the next valid record, a whole 512-byte sector of zeros (a page
 //     lost while the OS had written back a later one; under SyncNone or
 //     SyncInterval no sync had covered those blocks). A crash during a
-//     write leaves exactly that. Open truncates the segment there (or
+//     write leaves exactly that. A valid frame inside the extent that the
+//     broken record's length claims does not count: a body may hold bytes
+//     that frame a record (a payload is the user's), unless the length
+//     alone is damaged (the bytes up to the frame checksum as the broken
+//     record). Repair skips such frames too when it restarts a segment
+//     after damage. Open truncates the segment there (or
 //     removes it, if even its header is incomplete), logs "wal: torn tail:
 //     cut SEGMENT at offset N (M bytes)" through Options.Logf and reports it
 //     in Recovery().Cut. Never below the snapshot recovery starts from:

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/timerlane/timerlane/internal/vfs"
 )
@@ -656,7 +659,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 // zeros followed by a valid record are damage to synced data: corruption,
 // reported, never cut silently.
 func tornAt(data []byte, off int64, maxLen uint32, lostPages bool) bool {
-	next := nextValidFrame(data, off+1, maxLen)
+	next := nextSuccessor(data, off, off+1, maxLen)
 	if next < 0 {
 		return true
 	}
@@ -678,6 +681,28 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// nextSuccessor returns the offset of the first whole, checksum-valid
+// record frame at or after from that can be the record after damage at x,
+// or -1. A frame inside the extent that the length field at x claims is
+// part of that record's body, since a payload may hold bytes that frame a
+// record: a crash that tears such a record, or a bit flipped in its
+// checksum, must not make them one. Such a frame is the next record only
+// if the length alone was damaged: the bytes from x to the frame then
+// checksum as the record at x with the length that ends there. (x below
+// the records, in the segment header, claims no extent.)
+func nextSuccessor(data []byte, x, from int64, maxLen uint32) int64 {
+	end := int64(-1)
+	if x >= segHeaderSize && x+12 <= int64(len(data)) {
+		end = x + 12 + int64(binary.LittleEndian.Uint32(data[x:x+4]))
+	}
+	for f := nextValidFrame(data, from, maxLen); f >= 0; f = nextValidFrame(data, f+1, maxLen) {
+		if end < 0 || f >= end || f-x-12 >= recMinLength && binary.LittleEndian.Uint64(data[x+4:x+12]) == xxh3.Hash(data[x+12:f]) {
+			return f
+		}
+	}
+	return -1
 }
 
 // nextValidFrame returns the offset of the first whole, checksum-valid
