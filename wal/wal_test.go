@@ -1334,6 +1334,28 @@ func TestFramedBody(t *testing.T) {
 			t.Fatalf("recovered %+v, cut %+v; want block 5, the torn block 6 cut", got, l.Recovery().Cut)
 		}
 	})
+	t.Run("length", func(t *testing.T) {
+		// A flip that lengthens record 6 past the end hides records 7 and
+		// 8, whole after it: corruption, reported, never cut as a tear.
+		m := vfs.NewMem()
+		l, _ := openCheck(t, m, "/wal", Options{Compression: CompressNone})
+		appendRange(t, l, 1, 8)
+		l.Close()
+		seg := "/wal/" + segmentsIn(t, m, "/wal")[0]
+		data, _ := vfs.ReadFile(m, seg)
+		off := int64(segHeaderSize)
+		for h := uint64(1); h < 6; h++ {
+			r, ferr := decodeRecord(data[off:], maxRecordLength)
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			off += int64(r.size)
+		}
+		flipBit(t, m, seg, off+2, 0) // length + 2^16
+		if _, err := Open(m, "/wal", Options{Logf: quiet}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open: %v, want ErrCorrupt", err)
+		}
+	})
 	t.Run("repair", func(t *testing.T) {
 		m := vfs.NewMem()
 		opts := Options{Compression: CompressNone, Logf: quiet}
