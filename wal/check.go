@@ -73,7 +73,7 @@ func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) (
 	}
 	first, _, ferr := decodeSegmentHeader(data)
 	if ferr != nil {
-		if last && tornAt(data, 0, maxLen, lostPages) {
+		if last && tornAt(data, 0, s.first, maxLen, lostPages) {
 			return nil, 0
 		}
 		return corrupt(0, ferr.reason)
@@ -85,7 +85,7 @@ func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) (
 	for off := int64(segHeaderSize); off < int64(len(data)); {
 		r, ferr := decodeRecord(data[off:], maxLen)
 		if ferr != nil {
-			if last && tornAt(data, off, maxLen, lostPages) {
+			if last && tornAt(data, off, next, maxLen, lostPages) {
 				break
 			}
 			return corrupt(off, ferr.reason)

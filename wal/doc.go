@@ -112,8 +112,9 @@
 //     broken record's length claims does not count: a body may hold bytes
 //     that frame a record (a payload is the user's), unless the length
 //     alone is damaged (the bytes up to the frame checksum as the broken
-//     record). Repair skips such frames too when it restarts a segment
-//     after damage. Open truncates the segment there (or
+//     record) or the header is not that record's (a wrong kind or height:
+//     garbage, whose length means nothing). Repair skips such frames too
+//     when it restarts a segment after damage. Open truncates the segment there (or
 //     removes it, if even its header is incomplete), logs "wal: torn tail:
 //     cut SEGMENT at offset N (M bytes)" through Options.Logf and reports it
 //     in Recovery().Cut. Never below the snapshot recovery starts from:

@@ -573,7 +573,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			if isLast && seg.first > 0 && belowSnap(seg.first-1) {
 				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at height %d, at or below the snapshot at %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
 			}
-			if isLast && tornAt(data, 0, maxLen, lostPages) {
+			if isLast && tornAt(data, 0, first, maxLen, lostPages) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
 				if !l.opts.ReadOnly {
@@ -609,7 +609,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 				if isLast && belowSnap(next-1) {
 					return sc, corrupt(off, fmt.Sprintf("%s; the log would end at height %d, below the snapshot at %d, whose records were synced before it was written: damage, not a torn write", ferr.reason, next-1, snapHeight))
 				}
-				if isLast && tornAt(data, off, maxLen, lostPages) {
+				if isLast && tornAt(data, off, next, maxLen, lostPages) {
 					if !l.opts.ReadOnly {
 						if err := l.fs.Truncate(path, off); err != nil {
 							return sc, err
@@ -658,8 +658,8 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 // Under SyncEveryBlock only the record being written can be unsynced, so
 // zeros followed by a valid record are damage to synced data: corruption,
 // reported, never cut silently.
-func tornAt(data []byte, off int64, maxLen uint32, lostPages bool) bool {
-	next := nextSuccessor(data, off, off+1, maxLen)
+func tornAt(data []byte, off int64, height uint64, maxLen uint32, lostPages bool) bool {
+	next := nextSuccessor(data, off, off+1, height, maxLen)
 	if next < 0 {
 		return true
 	}
@@ -685,17 +685,21 @@ func allZero(b []byte) bool {
 
 // nextSuccessor returns the offset of the first whole, checksum-valid
 // record frame at or after from that can be the record after damage at x,
-// or -1. A frame inside the extent that the length field at x claims is
-// part of that record's body, since a payload may hold bytes that frame a
-// record: a crash that tears such a record, or a bit flipped in its
-// checksum, must not make them one. Such a frame is the next record only
-// if the length alone was damaged: the bytes from x to the frame then
-// checksum as the record at x with the length that ends there. (x below
-// the records, in the segment header, claims no extent.)
-func nextSuccessor(data []byte, x, from int64, maxLen uint32) int64 {
+// where a record of the given height belongs, or -1. A frame inside the
+// extent that the length field at x claims is part of that record's body,
+// since a payload may hold bytes that frame a record: a crash that tears
+// such a record, or a bit flipped in its checksum, must not make them one.
+// Such a frame is the next record only if the length alone was damaged
+// (the bytes from x to the frame then checksum as the record at x with the
+// length that ends there), or if the header at x is not that record's (its
+// kind or height is wrong: garbage, whose length means nothing). x below
+// the records, in the segment header, claims no extent.
+func nextSuccessor(data []byte, x, from int64, height uint64, maxLen uint32) int64 {
 	end := int64(-1)
-	if x >= segHeaderSize && x+12 <= int64(len(data)) {
-		end = x + 12 + int64(binary.LittleEndian.Uint32(data[x:x+4]))
+	if x >= segHeaderSize && x+recHeaderSize <= int64(len(data)) {
+		if k := data[x+12]; k >= kindRaw && k <= kindZstd && binary.LittleEndian.Uint64(data[x+13:x+21]) == height {
+			end = x + 12 + int64(binary.LittleEndian.Uint32(data[x:x+4]))
+		}
 	}
 	for f := nextValidFrame(data, from, maxLen); f >= 0; f = nextValidFrame(data, f+1, maxLen) {
 		if end < 0 || f >= end || f-x-12 >= recMinLength && binary.LittleEndian.Uint64(data[x+4:x+12]) == xxh3.Hash(data[x+12:f]) {

@@ -304,7 +304,7 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 		}
 		next, off = next+1, off+int64(r.size)
 	}
-	from := nextSuccessor(data, ce.Offset, max(ce.Offset+1, segHeaderSize), maxLen)
+	from := nextSuccessor(data, ce.Offset, max(ce.Offset+1, segHeaderSize), next, maxLen)
 	if from < 0 {
 		return RepairAction{}, false, nil
 	}

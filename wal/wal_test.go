@@ -1351,9 +1351,23 @@ func TestFramedBody(t *testing.T) {
 			}
 			off += int64(r.size)
 		}
-		flipBit(t, m, seg, off+2, 0) // length + 2^16
-		if _, err := Open(m, "/wal", Options{Logf: quiet}); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("Open: %v, want ErrCorrupt", err)
+		for _, garble := range []bool{false, true} {
+			d := m.Clone()
+			if garble {
+				// Garbage over the whole header: its length means nothing.
+				for i := range int64(recHeaderSize) {
+					for bit := range uint(8) {
+						if (data[off+i]^0xee)>>bit&1 == 1 {
+							flipBit(t, d, seg, off+i, bit)
+						}
+					}
+				}
+			} else {
+				flipBit(t, d, seg, off+2, 0) // length + 2^16
+			}
+			if _, err := Open(d, "/wal", Options{Logf: quiet}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("garbled header %v: Open: %v, want ErrCorrupt", garble, err)
+			}
 		}
 	})
 	t.Run("repair", func(t *testing.T) {
