@@ -701,9 +701,21 @@ func nextSuccessor(data []byte, x, from int64, height uint64, maxLen uint32) int
 			end = x + 12 + int64(binary.LittleEndian.Uint32(data[x:x+4]))
 		}
 	}
+	var h *xxh3.Hasher // the checksum of the record at x up to each frame, in one pass
+	hashed := x + 12
 	for f := nextValidFrame(data, from, maxLen); f >= 0; f = nextValidFrame(data, f+1, maxLen) {
-		if end < 0 || f >= end || f-x-12 >= recMinLength && binary.LittleEndian.Uint64(data[x+4:x+12]) == xxh3.Hash(data[x+12:f]) {
+		if end < 0 || f >= end {
 			return f
+		}
+		if f-x-12 >= recMinLength {
+			if h == nil {
+				h = xxh3.New()
+			}
+			h.Write(data[hashed:f])
+			hashed = f
+			if h.Sum64() == binary.LittleEndian.Uint64(data[x+4:x+12]) {
+				return f
+			}
 		}
 	}
 	return -1
