@@ -481,10 +481,7 @@ func TestDurableIDScheduledAgain(t *testing.T) {
 // run, which the block's record then followed; found by the session 19
 // review).
 func TestDurableRollbackToTheEndOfAnEmptyRun(t *testing.T) {
-	cfg := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, 11)
-	cfg.SnapshotEvery, cfg.SnapshotInline = 7, true
-	opts := quietLog
-	opts.SegmentSize = 1 // a segment per record
+	cfg, opts := segmentPerRecord(11, 7)
 	mem := vfs.NewMem()
 	e, err := openFS(mem, "db", cfg, opts)
 	require.NoError(t, err)
@@ -517,10 +514,7 @@ func TestDurableRollbackToTheEndOfAnEmptyRun(t *testing.T) {
 // the snapshot, and a rollback within the depth failed with
 // ErrRollbackTooDeep).
 func TestDurableRollbackAfterRestartBeforeAnOldSnapshot(t *testing.T) {
-	cfg := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, 11)
-	cfg.SnapshotEvery, cfg.SnapshotInline = 7, true
-	opts := quietLog
-	opts.SegmentSize = 1 // a segment per record
+	cfg, opts := segmentPerRecord(11, 7)
 	mem := vfs.NewMem()
 	e, err := openFS(mem, "db", cfg, opts)
 	require.NoError(t, err)
@@ -640,10 +634,7 @@ func TestDurableRestartOnUnsyncedFiles(t *testing.T) {
 // alone, made recovery keep no record, and a rollback of one block failed
 // with ErrRollbackTooDeep).
 func TestDurableRollbackAfterCrashAtRotationAfterSnapshot(t *testing.T) {
-	cfg := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, 3)
-	cfg.SnapshotEvery, cfg.SnapshotInline = 5, true
-	opts := quietLog
-	opts.SegmentSize = 1 // a segment per record
+	cfg, opts := segmentPerRecord(3, 5)
 	mem := vfs.NewMem()
 	var crashed *vfs.MemFS
 	inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
@@ -671,6 +662,18 @@ func TestDurableRollbackAfterCrashAtRotationAfterSnapshot(t *testing.T) {
 		require.Equal(t, roots[to], f.Root())
 		require.NoError(t, f.Close())
 	}
+}
+
+// segmentPerRecord is a fifo engine's config with rollback depth depth and
+// an inline snapshot every every records, and log options that give each
+// record a segment of its own: the log's cleanup and recovery then act at
+// every record.
+func segmentPerRecord(depth, every uint64) (Config, wal.Options) {
+	cfg := rollbackConfig(PolicyFIFO, [3]uint64{16, 8, 3}, depth)
+	cfg.SnapshotEvery, cfg.SnapshotInline = every, true
+	opts := quietLog
+	opts.SegmentSize = 1
+	return cfg, opts
 }
 
 // oneTimerBlock runs block h: one transaction of actor {1} that schedules a

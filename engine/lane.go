@@ -266,17 +266,14 @@ func (e *Engine) beginLaneBlock(h uint64) {
 	if s.update != nil {
 		s.params, s.update = *s.update, nil
 		s.window.SetBlocks(s.params.FairnessWindowBlocks)
-		switch {
-		case h < e.cfg.ActivationHeight:
+		if h < e.cfg.ActivationHeight {
 			// Before activation nothing moves the basefee but the floor:
 			// it is where the lane will start, and follows the floor both
 			// ways (a floor raised by mistake and lowered again leaves
 			// no trace).
 			s.basefee = e.cfg.InitialBasefee
-			if s.basefee.Cmp(s.params.MinBasefee) < 0 {
-				s.basefee = s.params.MinBasefee
-			}
-		case s.basefee.Cmp(s.params.MinBasefee) < 0:
+		}
+		if s.basefee.Cmp(s.params.MinBasefee) < 0 {
 			s.basefee = s.params.MinBasefee
 		}
 	}

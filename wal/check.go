@@ -52,7 +52,7 @@ func Check(fsys vfs.FS, dir string, opts Options) ([]*CorruptError, error) {
 		if err != nil {
 			return bad, err
 		}
-		ce, end := checkSegment(s, data, maxRecordLength, i == len(ls.segs)-1, lostPages)
+		ce, end := checkSegment(s, data, i == len(ls.segs)-1, lostPages)
 		if ce != nil {
 			bad = append(bad, ce)
 		}
@@ -67,13 +67,13 @@ const reasonGap = "gap"
 // checkSegment checks one segment file's bytes (see Check) and returns
 // its damage, if any, and else the height of its last record (its first
 // height - 1 if it has none).
-func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) (*CorruptError, uint64) {
+func checkSegment(s segment, data []byte, last, lostPages bool) (*CorruptError, uint64) {
 	corrupt := func(off int64, reason string) (*CorruptError, uint64) {
 		return &CorruptError{Segment: s.name, Offset: off, Reason: reason}, 0
 	}
 	first, _, ferr := decodeSegmentHeader(data)
 	if ferr != nil {
-		if last && tornAt(data, 0, s.first, maxLen, lostPages) {
+		if last && tornAt(data, 0, s.first, lostPages) {
 			return nil, 0
 		}
 		return corrupt(0, ferr.reason)
@@ -83,9 +83,9 @@ func checkSegment(s segment, data []byte, maxLen uint32, last, lostPages bool) (
 	}
 	next := first
 	for off := int64(segHeaderSize); off < int64(len(data)); {
-		r, ferr := decodeRecord(data[off:], maxLen)
+		r, ferr := decodeRecord(data[off:], maxRecordLength)
 		if ferr != nil {
-			if last && tornAt(data, off, next, maxLen, lostPages) {
+			if last && tornAt(data, off, next, lostPages) {
 				break
 			}
 			return corrupt(off, ferr.reason)

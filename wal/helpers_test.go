@@ -234,3 +234,21 @@ func asCorrupt(err error) *CorruptError {
 	}
 	return nil
 }
+
+// recordOffset returns the offset of the record of height h in segment
+// data, whose records before it are whole.
+func recordOffset(t testing.TB, data []byte, h uint64) int64 {
+	t.Helper()
+	for off := int64(segHeaderSize); off < int64(len(data)); {
+		r, ferr := decodeRecord(data[off:], maxRecordLength)
+		if ferr != nil {
+			t.Fatalf("no record %d: %v at offset %d", h, ferr, off)
+		}
+		if r.height == h {
+			return off
+		}
+		off += int64(r.size)
+	}
+	t.Fatalf("no record %d", h)
+	return 0
+}

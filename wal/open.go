@@ -316,8 +316,8 @@ func syncKept(fsys vfs.FS, dir string, segs []segment) error {
 	if err := vfs.SyncDir(fsys, dir); err != nil {
 		return err
 	}
-	if parent := filepath.Dir(filepath.Clean(dir)); parent != filepath.Clean(dir) {
-		return vfs.SyncDir(fsys, parent)
+	if dir = filepath.Clean(dir); filepath.Dir(dir) != dir {
+		return vfs.SyncDir(fsys, filepath.Dir(dir))
 	}
 	return nil
 }
@@ -552,7 +552,6 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 	if len(segs) > 0 {
 		sc.from = segs[0].first
 	}
-	maxLen := maxRecordLength
 	lostPages := l.opts.Sync.mode != syncEvery
 	var prevLast uint64 // last height of the previous segment (or its first-1 if empty)
 	for i, seg := range segs {
@@ -573,7 +572,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			if isLast && seg.first > 0 && belowSnap(seg.first-1) {
 				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at height %d, at or below the snapshot at %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
 			}
-			if isLast && tornAt(data, 0, first, maxLen, lostPages) {
+			if isLast && tornAt(data, 0, seg.first, lostPages) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
 				if !l.opts.ReadOnly {
@@ -604,12 +603,12 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		off := int64(segHeaderSize)
 		replayFrom := int64(-1)
 		for off < int64(len(data)) {
-			r, ferr := decodeRecord(data[off:], maxLen)
+			r, ferr := decodeRecord(data[off:], maxRecordLength)
 			if ferr != nil {
 				if isLast && belowSnap(next-1) {
 					return sc, corrupt(off, fmt.Sprintf("%s; the log would end at height %d, below the snapshot at %d, whose records were synced before it was written: damage, not a torn write", ferr.reason, next-1, snapHeight))
 				}
-				if isLast && tornAt(data, off, next, maxLen, lostPages) {
+				if isLast && tornAt(data, off, next, lostPages) {
 					if !l.opts.ReadOnly {
 						if err := l.fs.Truncate(path, off); err != nil {
 							return sc, err
@@ -658,8 +657,8 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 // Under SyncEveryBlock only the record being written can be unsynced, so
 // zeros followed by a valid record are damage to synced data: corruption,
 // reported, never cut silently.
-func tornAt(data []byte, off int64, height uint64, maxLen uint32, lostPages bool) bool {
-	next := nextSuccessor(data, off, off+1, height, maxLen)
+func tornAt(data []byte, off int64, height uint64, lostPages bool) bool {
+	next := nextSuccessor(data, off, off+1, height)
 	if next < 0 {
 		return true
 	}
@@ -694,7 +693,7 @@ func allZero(b []byte) bool {
 // length that ends there), or if the header at x is not that record's (its
 // kind or height is wrong: garbage, whose length means nothing). x below
 // the records, in the segment header, claims no extent.
-func nextSuccessor(data []byte, x, from int64, height uint64, maxLen uint32) int64 {
+func nextSuccessor(data []byte, x, from int64, height uint64) int64 {
 	end := int64(-1)
 	if x >= segHeaderSize && x+recHeaderSize <= int64(len(data)) {
 		if k := data[x+12]; k >= kindRaw && k <= kindZstd && binary.LittleEndian.Uint64(data[x+13:x+21]) == height {
@@ -703,7 +702,7 @@ func nextSuccessor(data []byte, x, from int64, height uint64, maxLen uint32) int
 	}
 	var h *xxh3.Hasher // the checksum of the record at x up to each frame, in one pass
 	hashed := x + 12
-	for f := nextValidFrame(data, from, maxLen); f >= 0; f = nextValidFrame(data, f+1, maxLen) {
+	for f := nextValidFrame(data, from); f >= 0; f = nextValidFrame(data, f+1) {
 		if end < 0 || f >= end {
 			return f
 		}
@@ -723,14 +722,14 @@ func nextSuccessor(data []byte, x, from int64, height uint64, maxLen uint32) int
 
 // nextValidFrame returns the offset of the first whole, checksum-valid
 // record frame at or after from, or -1.
-func nextValidFrame(data []byte, from int64, maxLen uint32) int64 {
+func nextValidFrame(data []byte, from int64) int64 {
 	for off := max(from, 0); off+recHeaderSize <= int64(len(data)); off++ {
 		b := data[off:]
 		// A cheap filter before the checksum: a known kind.
 		if k := b[12]; k < kindRaw || k > kindZstd {
 			continue
 		}
-		if _, ferr := decodeRecord(b, maxLen); ferr == nil {
+		if _, ferr := decodeRecord(b, maxRecordLength); ferr == nil {
 			return off
 		}
 	}

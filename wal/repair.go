@@ -289,7 +289,6 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 	if base == 0 || err != nil {
 		return RepairAction{}, false, err
 	}
-	maxLen := maxRecordLength
 	// The height the damaged record should have had: the records before
 	// it are whole (Open found the first damage at ce.Offset). Damage in
 	// the header: the file's name gives the first height.
@@ -298,17 +297,17 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 		return RepairAction{}, false, nil
 	}
 	for off := int64(segHeaderSize); off < ce.Offset; {
-		r, ferr := decodeRecord(data[off:], maxLen)
+		r, ferr := decodeRecord(data[off:], maxRecordLength)
 		if ferr != nil {
 			return RepairAction{}, false, nil
 		}
 		next, off = next+1, off+int64(r.size)
 	}
-	from := nextSuccessor(data, ce.Offset, max(ce.Offset+1, segHeaderSize), next, maxLen)
+	from := nextSuccessor(data, ce.Offset, max(ce.Offset+1, segHeaderSize), next)
 	if from < 0 {
 		return RepairAction{}, false, nil
 	}
-	r, _ := decodeRecord(data[from:], maxLen)
+	r, _ := decodeRecord(data[from:], maxRecordLength)
 	into := segmentName(r.height)
 	if r.height < next || r.height > base+1 || slices.ContainsFunc(ls.segs, func(s segment) bool { return s.name == into }) {
 		return RepairAction{}, false, nil

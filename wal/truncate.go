@@ -245,7 +245,7 @@ func (l *Log) verifySegment(seg segment) error {
 	if err != nil {
 		return err
 	}
-	if ce, _ := checkSegment(seg, data, maxRecordLength, false, false); ce != nil {
+	if ce, _ := checkSegment(seg, data, false, false); ce != nil {
 		return ce
 	}
 	return nil
@@ -264,7 +264,6 @@ func (l *Log) findCut(seg segment, height uint64) (cut int64, next uint64, err e
 	if err != nil {
 		return 0, 0, err
 	}
-	maxLen := maxRecordLength
 	var hdr [recHeaderSize]byte
 	off, next := int64(segHeaderSize), seg.first
 	for off < size {
@@ -283,7 +282,7 @@ func (l *Log) findCut(seg segment, height uint64) (cut int64, next uint64, err e
 			corrupt.Reason = "record header cut short (changed since Open)"
 		case h != next:
 			corrupt.Reason = fmt.Sprintf("height %d, expected %d (changed since Open)", h, next)
-		case length < recMinLength || length > maxLen || off+12+int64(length) > size:
+		case length < recMinLength || length > maxRecordLength || off+12+int64(length) > size:
 			corrupt.Reason = fmt.Sprintf("record length %d out of range (changed since Open)", length)
 		}
 		if corrupt.Reason != "" {

@@ -1343,14 +1343,7 @@ func TestFramedBody(t *testing.T) {
 		l.Close()
 		seg := "/wal/" + segmentsIn(t, m, "/wal")[0]
 		data, _ := vfs.ReadFile(m, seg)
-		off := int64(segHeaderSize)
-		for h := uint64(1); h < 6; h++ {
-			r, ferr := decodeRecord(data[off:], maxRecordLength)
-			if ferr != nil {
-				t.Fatal(ferr)
-			}
-			off += int64(r.size)
-		}
+		off := recordOffset(t, data, 6)
 		for _, garble := range []bool{false, true} {
 			d := m.Clone()
 			if garble {
@@ -1396,15 +1389,7 @@ func TestFramedBody(t *testing.T) {
 		l.Close()
 		seg := "/wal/" + segmentsIn(t, m, "/wal")[0]
 		data, _ := vfs.ReadFile(m, seg)
-		off := int64(segHeaderSize)
-		for h := uint64(1); h < 10; h++ {
-			r, ferr := decodeRecord(data[off:], maxRecordLength)
-			if ferr != nil {
-				t.Fatal(ferr)
-			}
-			off += int64(r.size)
-		}
-		flipBit(t, m, seg, off+6, 1) // record 10's checksum
+		flipBit(t, m, seg, recordOffset(t, data, 10)+6, 1) // record 10's checksum
 		if _, err := Repair(m, "/wal", opts); err != nil {
 			t.Fatal(err)
 		}
