@@ -55,6 +55,13 @@ type runner struct {
 	sysGC      []gcEvent        // the open block's system cancels, not yet printed
 	stopped    bool             // a handler script's trace error ended the output
 	payloadMax uint64           // the trace's max_payload_bytes when above the engine's
+
+	// What the engine's Rollback leaves to its owner, and how to take it
+	// back (undo.go).
+	agents map[engine.Address]*agent // the gba ops' agents; nil: the default
+	ledger *journalLedger
+	undo   []func() // takes back a change of scripts, nonces or agents
+	marks  []mark
 }
 
 // system is the sender of the trace's system ops: the one system deployer
@@ -69,6 +76,7 @@ func Run(r io.Reader, w io.Writer) error {
 	rn := &runner{
 		out: out, ev: event{w: out}, cfg: replayConfig(),
 		scripts: map[scriptKey]*script{}, nonces: map[engine.Address]uint64{}, labels: map[string]engine.TimerID{},
+		agents: map[engine.Address]*agent{},
 	}
 	tr := trace.NewReader(r)
 	for {
@@ -113,6 +121,8 @@ func (rn *runner) engine() (*engine.Engine, error) {
 		}
 		rn.eng = e
 		e.SetObserver(rn)
+		rn.ledger = newJournalLedger()
+		e.SetLedger(rn.ledger)
 	}
 	return rn.eng, nil
 }
@@ -124,24 +134,22 @@ func (rn *runner) run(op *trace.Op) error {
 	case "fund":
 		return rn.fund(op)
 	case "gba":
-		e, err := rn.engine()
-		if err != nil {
+		if _, err := rn.engine(); err != nil {
 			return err
 		}
-		if op.GBA.Default {
-			e.SetAgent(op.Actor, nil)
-			return nil
+		var a *agent // the default agent
+		if !op.GBA.Default {
+			var err error
+			if a, err = newAgent(op.GBA); err != nil {
+				return rn.fail("gba: %v", err)
+			}
 		}
-		a, err := newAgent(op.GBA)
-		if err != nil {
-			return rn.fail("gba: %v", err)
-		}
-		e.SetAgent(op.Actor, a)
+		rn.setAgent(op.Actor, a)
 		return nil
 	case "system":
 		return rn.system(op.System)
 	case "handler":
-		rn.scripts[scriptKey{op.Actor, op.Handler}] = &script{line: op.Line, cycles: op.Cycles, cells: op.Cells, revert: op.Revert, calls: op.Calls}
+		setLogged(rn, rn.scripts, scriptKey{op.Actor, op.Handler}, &script{line: op.Line, cycles: op.Cycles, cells: op.Cells, revert: op.Revert, calls: op.Calls})
 		return nil
 	case "block":
 		if err := rn.block(op.Height); err != nil {
@@ -270,6 +278,7 @@ func (rn *runner) end(always bool) error {
 		return rn.failure
 	}
 	rn.inBlock = false
+	rn.markHere(true)
 	rn.printSysGC(nil)
 	if always || rn.events > 0 || res.Fired > 0 {
 		ev := rn.ev.begin("block", res.Height).int("fired", res.Fired).int("deferred", res.Deferred).int("gc", res.GC).int("pending", res.Pending)
@@ -298,6 +307,7 @@ func (rn *runner) advance(to uint64) error {
 	if to <= e.Height() {
 		return rn.fail("advance to %d: not above the current height %d", to, e.Height())
 	}
+	rn.markHere(false)
 	for e.Height() < to {
 		h, err := e.SkipEmpty(to)
 		if err != nil {
@@ -321,7 +331,7 @@ func (rn *runner) tx(op *trace.Op) error {
 	if !rn.inBlock {
 		return rn.fail("tx outside a block")
 	}
-	rn.nonces[op.Actor] = op.Nonce
+	setLogged(rn, rn.nonces, op.Actor, op.Nonce)
 	tx, err := rn.eng.Begin(op.Actor, op.Nonce)
 	if err != nil {
 		return rn.fail("tx: %v", err)

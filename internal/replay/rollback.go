@@ -28,17 +28,13 @@ func (rn *runner) remember(op *trace.Op) {
 }
 
 // rollback makes everything what it was right after block to ended
-// (FORMAT.md): the ops of the chain up to that point run again, silently,
-// on a new engine, so pending timers, lane figures, balances, nonces,
-// handler scripts and agents are those of block to, and the root is the
-// root printed for it. Labels are kept as they are (the replayed calls
-// resolve them as they did the first time). The engine's own Rollback
-// (which leaves the ledger, agents and the replay's scripts to their
-// owner) is checked against the chain run again, for targets within its
-// RollbackDepth: the same root, pending timers and basefee, or the replay
-// stops with an internal error. FORMAT.md bounds no rollback's depth, and
-// running the chain again needs no history, so deeper targets are the
-// chain run again alone.
+// (FORMAT.md): pending timers, lane figures, balances, nonces, handler
+// scripts and agents are those of block to, and the root is the root
+// printed for it. Labels are kept as they are. Within the engine's
+// RollbackDepth the engine's own Rollback and the replay's undo logs do
+// it (undo.go); deeper targets (FORMAT.md bounds no rollback's depth) run
+// the ops of the chain up to that point again, silently, on a new
+// engine, the replayed calls resolving labels as they did the first time.
 func (rn *runner) rollback(to uint64) error {
 	if rn.inBlock {
 		return rn.fail("rollback inside open block %d", rn.eng.Height())
@@ -70,6 +66,25 @@ func (rn *runner) rollback(to uint64) error {
 	if keep < 0 {
 		return rn.fail("rollback to %d: block %d was never committed", to, to)
 	}
+	if ok, err := rn.undoTo(to); err != nil {
+		return fmt.Errorf("replay: engine Rollback(%d): %w", to, err)
+	} else if ok {
+		rn.history = rn.history[:keep]
+		if cut != nil {
+			rn.history = append(rn.history, step{op: cut, height: to, ended: true})
+		}
+		rn.events, rn.failure, rn.sysGC = 0, nil, nil
+	} else if err := rn.runAgain(to, keep, cut); err != nil {
+		return err
+	}
+	root := rn.eng.Root()
+	rn.ev.begin("rollback", to).uint("to", to).int("pending", rn.eng.Pending()).hex("root", root[:]).end()
+	return nil
+}
+
+// runAgain is a rollback to block to that runs the first keep ops of the
+// chain again, and cut, if any, after them, on a new engine.
+func (rn *runner) runAgain(to uint64, keep int, cut *trace.Op) error {
 	old := rn.eng
 	kept := make([]*trace.Op, 0, keep+1)
 	for _, s := range rn.history[:keep] {
@@ -85,7 +100,8 @@ func (rn *runner) rollback(to uint64) error {
 	silent := bufio.NewWriter(io.Discard)
 	rn.out, rn.ev.w = silent, silent
 	rn.eng, rn.cfg = nil, replayConfig()
-	rn.scripts, rn.nonces = map[scriptKey]*script{}, map[engine.Address]uint64{}
+	rn.scripts, rn.nonces, rn.agents = map[scriptKey]*script{}, map[engine.Address]uint64{}, map[engine.Address]*agent{}
+	rn.undo, rn.marks = nil, nil
 	rn.inBlock, rn.began, rn.events, rn.failure, rn.lane = false, false, 0, nil, false
 	rn.history, rn.replaying, rn.labelPos, rn.sysGC = nil, true, 0, nil
 	for _, op := range kept {
@@ -98,12 +114,7 @@ func (rn *runner) rollback(to uint64) error {
 	}
 	rn.labelLog = rn.labelLog[:rn.labelPos]
 	rn.out, rn.ev.w, rn.line, rn.replaying = out, out, line, false
-	root := rn.eng.Root()
-	if err := checkRollback(old, rn.eng, to); err != nil {
-		return err
-	}
-	rn.ev.begin("rollback", to).uint("to", to).int("pending", rn.eng.Pending()).hex("root", root[:]).end()
-	return nil
+	return checkRollback(old, rn.eng, to)
 }
 
 // checkRollback rolls old back to block to with the engine's own Rollback

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -11,27 +12,47 @@ import (
 )
 
 // TestRollbackRandomTraces replays random traces full of rollbacks under
-// both policies. Each rollback runs the chain again and checks the
-// engine's own Rollback against it (rollback.go): any disagreement is an
-// internal error, which fails the test. Trace errors (a rollback deeper
-// than the chain, a cancel of a fired timer) are allowed.
+// both policies, twice: with the engine's Rollback and the replay's undo
+// logs, and running the chain again from its start for every rollback,
+// which also checks the engine's Rollback against the chain run again
+// (rollback.go; a disagreement is an internal error). Both ways must
+// print the same, byte for byte. Trace errors (a cancel of a fired
+// timer) are allowed, at the same line both ways.
 func TestRollbackRandomTraces(t *testing.T) {
-	rollbacks := 0
-	for seed := range uint64(40) {
+	rollbacks, deep := 0, 0
+	for seed := range uint64(60) {
 		tr := randomTrace(rand.New(rand.NewPCG(seed, 3)), seed%2 == 1)
-		var out strings.Builder
-		err := Run(strings.NewReader(tr), &out)
+		fast, fastErr := runWith(t, tr, true)
+		slow, slowErr := runWith(t, tr, false)
 		var te *trace.Error
-		if err != nil && !errors.As(err, &te) {
-			t.Fatalf("seed %d: %v\ntrace:\n%s", seed, err, tr)
+		if slowErr != nil && !errors.As(slowErr, &te) {
+			t.Fatalf("seed %d: %v\ntrace:\n%s", seed, slowErr, tr)
 		}
-		rollbacks += strings.Count(out.String(), `"rollback"`)
+		if fast != slow || fmt.Sprint(fastErr) != fmt.Sprint(slowErr) {
+			t.Fatalf("seed %d: undoing printed\n%s(%v)\nrunning again\n%s(%v)\ntrace:\n%s", seed, fast, fastErr, slow, slowErr, tr)
+		}
+		rollbacks += strings.Count(fast, `"rollback"`)
+		deep += strings.Count(tr, "# deep")
 	}
-	if rollbacks < 100 {
-		t.Fatalf("only %d rollbacks ran", rollbacks)
+	if rollbacks < 150 || deep < 10 {
+		t.Fatalf("only %d rollbacks ran, %d of them deep", rollbacks, deep)
 	}
 }
 
+// runWith replays tr, with fastRollback set to fast.
+func runWith(t *testing.T, tr string, fast bool) (string, error) {
+	t.Cleanup(func() { fastRollback = true })
+	fastRollback = fast
+	var out strings.Builder
+	err := Run(strings.NewReader(tr), &out)
+	return out.String(), err
+}
+
+// randomTrace writes 80 random ops: blocks of transactions that schedule
+// and cancel, advances, rollbacks (some deeper than the engine's
+// RollbackDepth, past a long advance), and between blocks the ops whose
+// state the engine's Rollback leaves to the replay: handler scripts that
+// schedule and revert, and under the lane funds and agents.
 func randomTrace(r *rand.Rand, lane bool) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -43,15 +64,33 @@ func randomTrace(r *rand.Rand, lane bool) string {
 		}
 	}
 	h, labels, nonce := uint64(0), 0, 0
-	for range 60 {
-		switch k := r.IntN(10); {
+	for range 80 {
+		switch k := r.IntN(14); {
 		case k == 0: // also before the first block, which then starts at 1
 			h += 1 + r.Uint64N(5)
+			if r.IntN(3) == 0 {
+				h += 300
+			}
 			line(`{"op":"advance","to":%d}`, h)
 		case k == 1 && h > 2:
 			to := h - r.Uint64N(min(h-1, 7)) // to == h changes nothing
+			if h > 300 && r.IntN(3) == 0 {
+				to = h - 257 - r.Uint64N(h-257)
+				line(`# deep`)
+			}
 			line(`{"op":"rollback","to":%d}`, to)
 			h = to
+		case k == 2:
+			line(`{"op":"handler","actor":"%s","handler":"handle_timer","revert":%v,"calls":[{"call":"schedule","after":%d,"payload":"0x%02x"}]}`,
+				actors[r.IntN(2)], r.IntN(4) == 0, 1+r.IntN(6), r.IntN(256))
+		case k == 3 && lane:
+			if r.IntN(2) == 0 {
+				line(`{"op":"gba","actor":"%s","max_fee_per_cycle":"default","max_priority_fee_per_cycle":"0"}`, actors[r.IntN(2)])
+			} else {
+				line(`{"op":"gba","actor":"%s","max_fee_per_cycle":"%d","max_priority_fee_per_cycle":"%d"}`, actors[r.IntN(2)], 10+r.IntN(30), r.IntN(5))
+			}
+		case k == 4 && lane:
+			line(`{"op":"fund","account":"%s","amount":"%d"}`, actors[r.IntN(2)], r.IntN(1_000_000_000))
 		default:
 			h++
 			line(`{"op":"block","height":%d}`, h)
@@ -143,5 +182,38 @@ func TestDeepRollback(t *testing.T) {
 		if !strings.Contains(after[1], `"to":5,"pending":2,`) || strings.Count(tail, `"ev":"fire"`) != 2 {
 			t.Fatalf("the rollback did not bring back the timers at 350 and 700:\n%s", got.String())
 		}
+	}
+}
+
+// BenchmarkRollbackTrace: one op replays a trace of 3,000 blocks, each a
+// transaction of 10 schedules, with a rollback of 2 blocks every 20
+// blocks; undo=false runs the chain again for every rollback, as every
+// rollback did before the undo logs.
+func BenchmarkRollbackTrace(b *testing.B) {
+	var tr strings.Builder
+	h := uint64(0)
+	for k := 1; k <= 3000; k++ {
+		h++
+		var calls []string
+		for i := range 10 {
+			calls = append(calls, fmt.Sprintf(`{"call":"schedule","height":%d,"payload":"0x%04x"}`, h+1+uint64(i*7%300), i))
+		}
+		fmt.Fprintf(&tr, "{\"op\":\"block\",\"height\":%d}\n", h)
+		fmt.Fprintf(&tr, "{\"op\":\"tx\",\"actor\":\"0x%040x\",\"nonce\":%d,\"calls\":[%s]}\n{\"op\":\"end\"}\n", 0xab, k, strings.Join(calls, ","))
+		if k%20 == 0 {
+			h -= 2
+			fmt.Fprintf(&tr, "{\"op\":\"rollback\",\"to\":%d}\n", h)
+		}
+	}
+	for _, fast := range []bool{true, false} {
+		b.Run(fmt.Sprintf("undo=%v", fast), func(b *testing.B) {
+			b.Cleanup(func() { fastRollback = true })
+			fastRollback = fast
+			for b.Loop() {
+				if err := Run(strings.NewReader(tr.String()), io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
