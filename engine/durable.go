@@ -484,6 +484,7 @@ func (e *Engine) applyRecord(body []byte) error {
 		if got := e.Root(); string(got[:]) != string(root) {
 			return bad("block %d: the root after the record is %x, the record says %x", height, got, root)
 		}
+		e.checked++
 	}
 	e.trimHist()
 	return nil
@@ -537,10 +538,15 @@ func LogConfig(dir string) (Config, error) {
 		}
 	}
 	if sched == nil {
-		return Config{}, fmt.Errorf("%s: no state to read a configuration from (an empty log?)", dir)
+		return Config{}, fmt.Errorf("%w: %s", ErrEmptyLog, dir)
 	}
 	return configFromScheduler(sched)
 }
+
+// ErrEmptyLog is LogConfig's error for a log that holds no block yet (no
+// snapshot, and no whole record): its state is the empty one at height 0,
+// under whatever configuration the node will give it.
+var ErrEmptyLog = errors.New("timerlane: the log holds no block yet: no state to read a configuration from")
 
 // configFromScheduler reads the configuration part of a scheduler
 // encoding (appendScheduler) into the default configuration.

@@ -97,6 +97,7 @@ type Engine struct {
 	tags     []uint64     // id hashes of the due timers, for take
 	back     []ring.Entry // a rollback's timers to put back in the queue (undoFrom)
 	rebuilds int          // Stats.QueueRebuilds
+	checked  int          // Stats.RootsChecked
 	bulk     []uint32     // a restore's records, not in the id index yet (nil: not restoring)
 	del      Delivery
 	lastFire FireResult
@@ -879,6 +880,10 @@ type Stats struct {
 	// pending timer, rather than running it back in place (docs/SPEC.md
 	// §14): those cost a pass over the pending timers.
 	QueueRebuilds int
+	// RootsChecked counts the stored state roots (the snapshot's and the
+	// records') that recovery compared with the state's: none for a log
+	// written with Config.StateRoot off, whose records store none.
+	RootsChecked int
 }
 
 // Stats returns the current figures.
@@ -891,5 +896,6 @@ func (e *Engine) Stats() Stats {
 	s.OverflowTombstones = e.q.Tombstones()
 	s.Records = int(e.nrecs) - 1 - e.free.Len() // record 0 is never used
 	s.QueueRebuilds = e.rebuilds
+	s.RootsChecked = e.checked
 	return s
 }

@@ -397,6 +397,9 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	case image != nil && e.root.tree != image && imageSum(image) != imageSum(e.root.tree):
 		return nil, fmt.Errorf("%w: the tree image is not the restored state's tree", ErrSnapshot)
 	}
+	if string(root) != string(make([]byte, 32)) {
+		e.checked++
+	}
 	return e, nil
 }
 

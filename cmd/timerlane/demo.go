@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -49,9 +51,13 @@ type demoConfig struct {
 }
 
 // parseDemoFlags returns the config, or ok == false with the exit code.
-func parseDemoFlags(args []string, stderr io.Writer) (c demoConfig, code int, ok bool) {
+func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code int, ok bool) {
 	fs := flag.NewFlagSet("timerlane demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var msg bytes.Buffer // the usage goes to stdout when asked for, else to stderr
+	fs.SetOutput(&msg)
+	if len(args) == 1 && args[0] == "help" {
+		args = []string{"-h"}
+	}
 	fs.IntVar(&c.timers, "timers", 1_000_000, "timers to schedule over the run, `N` >= 1 (heartbeat reschedules included)")
 	fs.IntVar(&c.actors, "actors", 10_000, "actors sending transactions, `N` >= 1")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed `N` of the scenario's random choices: the same seed gives the same counts")
@@ -65,8 +71,10 @@ func parseDemoFlags(args []string, stderr io.Writer) (c demoConfig, code int, ok
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			stdout.Write(msg.Bytes())
 			return c, 0, false
 		}
+		stderr.Write(msg.Bytes())
 		return c, 2, false // the flag package has named the flag
 	}
 	bad := func(format string, a ...any) (demoConfig, int, bool) {
@@ -92,7 +100,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (c demoConfig, code int, ok
 }
 
 func demoCmd(args []string, stdout, stderr io.Writer) int {
-	c, code, ok := parseDemoFlags(args, stderr)
+	c, code, ok := parseDemoFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -234,10 +242,26 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 		return s, e.Reserve(c.reserve)
 	}
 	s.cfg.StateRoot = true
-	if entries, err := os.ReadDir(c.dir); err == nil {
-		for _, x := range entries {
-			if !logName.MatchString(x.Name()) && x.Name() != "LOCK" {
-				return s, fmt.Errorf("%w: --dir %s holds %s: give it a new or empty directory", errBadDir, c.dir, x.Name())
+	holdsChain := func(h uint64) error {
+		return fmt.Errorf("%w: --dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", errBadDir, c.dir, h)
+	}
+	entries, err := os.ReadDir(c.dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a missing one, Open creates
+		return s, fmt.Errorf("%w: --dir: %v", errBadDir, err)
+	}
+	for _, x := range entries {
+		if !logName.MatchString(x.Name()) && x.Name() != "LOCK" {
+			return s, fmt.Errorf("%w: --dir %s holds %s: give it a new or empty directory", errBadDir, c.dir, x.Name())
+		}
+	}
+	// A log already: look at it read-only first, so that refusing it
+	// changes nothing (opening it for writing cuts a torn tail, for one).
+	if logDir(c.dir) == nil {
+		if ro, err := openDir(c.dir, false); err == nil {
+			h := ro.Height()
+			ro.Close()
+			if h > 0 {
+				return s, holdsChain(h)
 			}
 		}
 	}
@@ -247,7 +271,7 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	}
 	if e.Height() > 0 {
 		e.Close()
-		return s, fmt.Errorf("%w: --dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", errBadDir, c.dir, e.Height())
+		return s, holdsChain(e.Height())
 	}
 	s.e = e
 	return s, e.Reserve(c.reserve)

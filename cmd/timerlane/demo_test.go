@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,6 +131,10 @@ func TestDemoDeterministic(t *testing.T) {
 }
 
 func TestDemoBadFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -144,6 +150,7 @@ func TestDemoBadFlags(t *testing.T) {
 		{[]string{"--seed", "-1"}, "-seed"},
 		{[]string{"--nope"}, "-nope"},
 		{[]string{"extra"}, `"extra"`},
+		{[]string{"--timers", "10", "--dir", file}, "not a directory"},
 	} {
 		code, out, errs := runDemo(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) {
@@ -154,12 +161,12 @@ func TestDemoBadFlags(t *testing.T) {
 
 func TestDemoHelp(t *testing.T) {
 	code, out, errs := runDemo(t, "--help")
-	if code != 0 || out != "" {
-		t.Fatalf("exit %d, stdout %q", code, out)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	for _, want := range []string{"usage: timerlane demo", "-timers", "-actors", "-seed", "-blocks", "-quiet", "-reserve"} {
-		if !strings.Contains(errs, want) {
-			t.Errorf("help lacks %q:\n%s", want, errs)
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -28,6 +28,13 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 		return nil, err
 	}
 	cfg, err := engine.LogConfig(dir)
+	if errors.Is(err, engine.ErrEmptyLog) {
+		// No block yet (a node that crashed in its first Commit, or what
+		// wal repair leaves after damage in block 1): the state is the
+		// empty one at height 0, whatever the configuration.
+		cfg, err = engine.DefaultConfig(), nil
+		cfg.StateRoot = true
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +85,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 		return dirFailure(err)
 	}
 	defer e.Close()
-	root := e.Root()
-	fmt.Fprintf(stdout, "height   %d\npending  %d\nroot     0x%x\nrecords  %d\n", e.Height(), e.Pending(), root, e.Durable())
+	fmt.Fprintf(stdout, "height   %d\npending  %d\nroot     %s\nrecords  %d\n", e.Height(), e.Pending(), rootOf(e), e.Durable())
 	names, err := os.ReadDir(args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
@@ -132,11 +138,21 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "timerlane verify: the state recovered (height %d, root 0x%x) checks out, but %d file(s) that recovery did not read are damaged: a rollback or a fallback that needs them would fail; timerlane wal repair DIR sets damaged snapshots aside and rewrites or drops such segments, which the state does not need\n", e.Height(), root, len(damaged))
 		return 1
 	}
-	fmt.Fprintf(stdout, "ok: every stored root checked, and the root recomputed from the state; every file checked whole; %d records, height %d, root 0x%x\n", e.Durable(), e.Height(), root)
+	checked := "every stored root checked, and the root recomputed from the state"
+	switch {
+	case e.Height() == 0:
+		checked = "the log holds no block yet"
+	case e.Stats().RootsChecked == 0:
+		checked = "the log stores no root to check (written with the state root off)"
+	}
+	fmt.Fprintf(stdout, "ok: %s; every file checked whole; %d records, height %d, root %s\n", checked, e.Durable(), e.Height(), rootOf(e))
 	return 0
 }
 
 func proveCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && isHelp(args[1]) {
+		return usageOf(args, 1, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n", stdout, stderr)
+	}
 	if len(args) != 2 || isHelp(args[0]) {
 		return usageOf(args, 0, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n", stdout, stderr)
 	}
@@ -152,6 +168,13 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer e.Close()
 	proof, value, pending := e.Prove(id)
+	if !pending && proof.Kind == merkle.Present {
+		// The id is the key of another leaf (the scheduler's, a fairness
+		// entry's: STATE_ROOT.md §4a): no timer has it, and no proof of
+		// absence exists for it.
+		fmt.Fprintf(stderr, "timerlane prove: 0x%x is not a timer id: it is the key of another leaf of the state tree (the scheduler's or a fairness entry's), so there is no proof that it is or is not pending\n", id)
+		return 1
+	}
 	enc, err := proof.MarshalBinary()
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
@@ -228,18 +251,39 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
 		return 2
 	}
-	actions, err := wal.Repair(vfs.OS, args[1], wal.Options{})
+	// What it does is printed below: not logged on stderr too.
+	actions, err := wal.Repair(vfs.OS, args[1], wal.Options{Logf: func(string, ...any) {}})
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
 		return 1
 	}
 	if len(actions) == 0 {
 		fmt.Fprintln(stdout, "nothing to repair")
+		return 0
 	}
 	for _, a := range actions {
 		fmt.Fprintln(stdout, a)
 	}
+	// Say where the log now ends: a cut loses every block after it.
+	e, err := openDir(args[1], false)
+	if err != nil {
+		fmt.Fprintf(stderr, "timerlane wal repair: the repaired log does not open: %v\n", err)
+		return 1
+	}
+	defer e.Close()
+	fmt.Fprintf(stdout, "the log now recovers to height %d (root %s): any block it held above that is gone\n", e.Height(), rootOf(e))
 	return 0
+}
+
+// rootOf is e's state root in hex, or, for a log that holds no block
+// yet, says there is none: the root of the empty state depends on the
+// configuration, which such a log does not hold (openDir).
+func rootOf(e *engine.Engine) string {
+	if e.Height() == 0 {
+		return "none (no block yet)"
+	}
+	r := e.Root()
+	return "0x" + hex.EncodeToString(r[:])
 }
 
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "help" }

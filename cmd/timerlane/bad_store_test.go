@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/sha3"
+
+	"github.com/timerlane/timerlane/engine"
+)
+
+// storeBlocks writes a store of blocks blocks, each scheduling per
+// timers far ahead, with the state root on and no snapshot, in one
+// segment, and returns its directory and the segment's path.
+func storeBlocks(t *testing.T, blocks, per int) (dir, seg string) {
+	t.Helper()
+	dir = t.TempDir()
+	cfg := engine.DefaultConfig()
+	cfg.StateRoot = true
+	cfg.SnapshotEvery = 0
+	e, err := engine.Open(dir, cfg)
+	require.NoError(t, err)
+	k := 0
+	for b := 1; b <= blocks; b++ {
+		require.NoError(t, e.BeginBlock(uint64(b)))
+		for range per {
+			tx, err := e.Begin(engine.Address{byte(k), byte(k >> 8)}, 1)
+			require.NoError(t, err)
+			_, _, err = tx.Schedule(1000+uint64(k), []byte(fmt.Sprint(k)))
+			require.NoError(t, err)
+			require.NoError(t, tx.Commit())
+			k++
+		}
+		_, err = e.EndBlock(noHandlers{})
+		require.NoError(t, err)
+		require.NoError(t, e.Commit())
+	}
+	require.NoError(t, e.Close())
+	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	return dir, segs[0]
+}
+
+// flipInRecord flips a bit of the body of the k-th record (from 0) of
+// segment seg: past its 32-byte header, each record is framed by a
+// 12-byte header whose first 4 bytes are its body's length.
+func flipInRecord(t *testing.T, seg string, k int) {
+	t.Helper()
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	off := 32
+	for range k {
+		off += 12 + int(binary.LittleEndian.Uint32(b[off:]))
+	}
+	b[off+30] ^= 0x10
+	require.NoError(t, os.WriteFile(seg, b, 0o644))
+}
+
+// TestDemoRefusalChangesNothing: demo --dir refuses a directory that holds
+// a chain already, and leaves it as it was: here its log ends in a torn
+// tail, which opening it for writing would cut.
+func TestDemoRefusalChangesNothing(t *testing.T) {
+	dir, seg := storeBlocks(t, 3, 2)
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0, 0, 1, 7, 42}) // a record cut short
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	before := filesOf(t, dir)
+	code, _, stderr := cli("demo", "--timers", "10", "--quiet", "--dir", dir)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "already holds a chain at height 3")
+	require.Equal(t, before, filesOf(t, dir), "a refused demo --dir changed the directory")
+}
+
+// TestEmptyLogIsInspectable: a log that holds no block yet (a node that
+// crashed in its first Commit, or what wal repair leaves of damage in
+// block 1) opens at height 0, for the store commands as for engine.Open.
+func TestEmptyLogIsInspectable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir, seg string)
+	}{
+		{"header only", func(t *testing.T, _, seg string) { require.NoError(t, os.Truncate(seg, 32)) }},
+		{"block 1 torn", func(t *testing.T, _, seg string) { require.NoError(t, os.Truncate(seg, 40)) }},
+		{"block 1 damaged, repaired", func(t *testing.T, dir, seg string) {
+			flipInRecord(t, seg, 0)
+			code, out, stderr := cli("wal", "repair", dir)
+			require.Equal(t, 0, code, stderr)
+			require.Contains(t, out, "truncated")
+			require.Contains(t, out, "recovers to height 0")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, seg := storeBlocks(t, 3, 2)
+			tc.damage(t, dir, seg)
+			for _, args := range [][]string{{"inspect", dir}, {"verify", dir}, {"prove", dir, "0x" + strings.Repeat("00", 32)}} {
+				code, out, stderr := cli(args...)
+				require.Equal(t, 0, code, "%s: %s", args[0], stderr)
+				if args[0] == "inspect" {
+					require.Contains(t, out, "height   0")
+				}
+			}
+		})
+	}
+}
+
+// TestProveNonTimerKey: the key of the scheduler's leaf (STATE_ROOT.md)
+// is no timer id, and no proof says whether a timer of that id is
+// pending: prove says so (exit 1) rather than print a proof of presence
+// with "pending": false, which verify-proof rejects both ways.
+func TestProveNonTimerKey(t *testing.T) {
+	dir, _ := storeBlocks(t, 1, 2)
+	h := sha3.NewLegacyKeccak256()
+	h.Write([]byte("timerlane/scheduler"))
+	code, out, stderr := cli("prove", dir, fmt.Sprintf("0x%x", h.Sum(nil)))
+	require.Equal(t, 1, code, out)
+	require.Contains(t, stderr, "is not a timer id")
+}
+
+// TestHelpIsConsistent: every command prints its usage on stdout, exit
+// status 0, when asked (-h, --help, help), in any position.
+func TestHelpIsConsistent(t *testing.T) {
+	for _, args := range [][]string{{"demo", "-h"}, {"demo", "--help"}, {"demo", "help"}, {"prove", "DIR", "--help"}, {"wal", "repair", "--help"}} {
+		code, stdout, stderr := cli(args...)
+		require.Equal(t, 0, code, "%q: %s", args, stderr)
+		require.Contains(t, stdout, "usage: timerlane "+args[0], "%q", args)
+		require.Empty(t, stderr, "%q", args)
+	}
+}
+
+// TestRepairSaysWhereTheLogEnds: damage in block 2 of 5, with no snapshot
+// to start from, loses blocks 2 to 5; wal repair names the height the log
+// recovers to now.
+func TestRepairSaysWhereTheLogEnds(t *testing.T) {
+	dir, seg := storeBlocks(t, 5, 2)
+	flipInRecord(t, seg, 1)
+	code, out, stderr := cli("wal", "repair", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "truncated")
+	require.Contains(t, out, "recovers to height 1 ")
+	code, out, _ = cli("wal", "repair", dir)
+	require.Equal(t, 0, code)
+	require.Equal(t, "nothing to repair\n", out)
+}
+
+// TestVerifyWithoutRoots: a log written with the state root off stores no
+// roots, and verify says it checked none; one written with it on, that it
+// checked them.
+func TestVerifyWithoutRoots(t *testing.T) {
+	on, _ := storeBlocks(t, 2, 1)
+	code, out, stderr := cli("verify", on)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "every stored root checked")
+
+	dir := t.TempDir()
+	e, err := engine.Open(dir, engine.DefaultConfig())
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	_, err = e.EndBlock(noHandlers{})
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Close())
+	code, out, stderr = cli("verify", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "no root to check")
+	require.NotContains(t, out, "every stored root checked")
+}
