@@ -110,6 +110,8 @@ type Engine struct {
 	skipRoot bool       // during recovery: do not check this record's root
 	dur      *durable   // nil unless opened on a directory (Open)
 
+	executing bool // a handler of fireRun's runs
+
 	keccak  hash.Hash
 	squeeze io.Reader      // keccak's sponge read in place, if it offers that; else nil
 	pre     [idPreLen]byte // an id's preimage, when its payload is short
@@ -399,19 +401,56 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	e.touchAll(order)
 	e.take(order)
 	kept := e.keepTaken(order)
-	for k, i := range order {
-		if j := k + fireAhead; j < len(order) {
-			e.prefetchRec(order[j])
-		}
-		e.fire(x, i, e.cfg.CyclesPerFire, nil)
-		if e.obs != nil {
-			e.notifyFired()
-		}
-		e.retireTaken(&kept, k, i)
+	for k := 0; k < len(order); {
+		k = e.fireRun(x, order, k, &kept)
 	}
 	clear(order) // no stale record index survives in the buffer
 	e.due = order[:0]
 	return BlockResult{Fired: len(order)}
+}
+
+// fireRun fires order[k:], each as fire does, and returns where the next
+// run starts: len(order), or the timer after one whose handler panicked.
+// One deferred recover guards the run, where fire's execute defers one
+// per handler, about 5 ns of each fire.
+// A panic is the Executor's only while e.executing; any other is the
+// engine's own, and goes on.
+func (e *Engine) fireRun(x Executor, order []uint32, k int, kept *keptTaken) (next int) {
+	defer func() {
+		if !e.executing {
+			return // no panic, or not the Executor's: recover would stop it
+		}
+		e.executing = false
+		p := recover()
+		if p == nil {
+			return // runtime.Goexit in the handler: the goroutine ends
+		}
+		e.closeFire(Usage{}, fmt.Errorf("%w: %v", ErrExecutorPanic, p), nil)
+		e.firedTaken(kept, next, order[next])
+		next++
+	}()
+	for ; k < len(order); k++ {
+		if j := k + fireAhead; j < len(order) {
+			e.prefetchRec(order[j])
+		}
+		next = k
+		tx := e.openFire(order[k], e.cfg.CyclesPerFire)
+		e.executing = true
+		u, err := x.Execute(tx, &e.del)
+		e.executing = false
+		e.closeFire(u, err, nil)
+		e.firedTaken(kept, k, order[k])
+	}
+	return len(order)
+}
+
+// firedTaken tells the Observer of the fire just made of timer i, the
+// k-th of kept, and retires it.
+func (e *Engine) firedTaken(kept *keptTaken, k int, i uint32) {
+	if e.obs != nil {
+		e.notifyFired()
+	}
+	e.retireTaken(kept, k, i)
 }
 
 // take removes due timers from the pending set: their ids are no longer
@@ -449,6 +488,14 @@ func (e *Engine) unindex(recs []uint32, tags []uint64) {
 // §5.2) with the given cycles limit, and commits or reverts its handler's
 // calls. The outcome stays in e.lastFire (and e.del) for the observer.
 func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage, bool) {
+	tx := e.openFire(i, cycles)
+	u, err := execute(x, tx, &e.del)
+	return u, e.closeFire(u, err, fee)
+}
+
+// openFire fills e.del with taken timer i's delivery and opens its
+// deferred transaction.
+func (e *Engine) openFire(i uint32, cycles uint64) Tx {
 	r := e.recs.At(i)
 	handler, payload := e.bytesOf(i, r)
 	d := &e.del
@@ -470,7 +517,13 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 	// The firing record lives until after the handler, and its actor's
 	// entry with it: the handler's calls need no actor lookup.
 	e.txs.from, e.txs.actorIdx = i, r.actor
-	u, err := execute(x, tx, d)
+	return tx
+}
+
+// closeFire commits or reverts the open fire's handler calls after its
+// handler returned u and err, and reports whether it reverted.
+func (e *Engine) closeFire(u Usage, err error, fee *FireFee) bool {
+	d := &e.del
 	reverted := err != nil || u.Cycles > d.CyclesLimit || u.Cells > d.CellsLimit
 	if reverted {
 		e.revertTx()
@@ -481,7 +534,7 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 	// would be loaded back while its stores are still in flight.
 	res := &e.lastFire
 	res.Usage, res.Reverted, res.Err, res.Fee = u, reverted, err, fee
-	return u, reverted
+	return reverted
 }
 
 // Commit seals the ended block.

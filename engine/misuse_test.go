@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -200,29 +201,36 @@ func TestEmbedderPanics(t *testing.T) {
 		require.NoError(t, e.BeginBlock(2))
 		return e
 	}
-	t.Run("executor", func(t *testing.T) {
-		e := setup(t)
-		var results []error
-		x := &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
-			_, _, err := tx.Schedule(d.Block+1, append([]byte("child of "), d.Payload...))
+	for _, panics := range []string{"b", "ab", "c", "abc"} { // the first, in a row, the last, all
+		t.Run("executor panics at "+panics, func(t *testing.T) {
+			e := setup(t)
+			var results []error
+			x := &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+				_, _, err := tx.Schedule(d.Block+1, append([]byte("child of "), d.Payload...))
+				require.NoError(t, err)
+				if strings.Contains(panics, string(d.Payload)) {
+					panic("handler bug")
+				}
+				return engine.Usage{}, nil
+			}}
+			e.SetObserver(observerFunc(func(_ *engine.Delivery, r engine.FireResult) { results = append(results, r.Err) }))
+			res, err := e.EndBlock(x)
 			require.NoError(t, err)
-			if string(d.Payload) == "b" {
-				panic("handler bug")
+			require.Equal(t, 3, res.Fired)
+			require.Len(t, results, 3)
+			for k, p := range []string{"a", "b", "c"} {
+				if strings.Contains(panics, p) {
+					require.ErrorIs(t, results[k], engine.ErrExecutorPanic)
+					require.ErrorContains(t, results[k], "handler bug")
+				} else {
+					require.NoError(t, results[k])
+				}
 			}
-			return engine.Usage{}, nil
-		}}
-		e.SetObserver(observerFunc(func(_ *engine.Delivery, r engine.FireResult) { results = append(results, r.Err) }))
-		res, err := e.EndBlock(x)
-		require.NoError(t, err)
-		require.Equal(t, 3, res.Fired)
-		require.Len(t, results, 3)
-		require.NoError(t, results[0])
-		require.ErrorIs(t, results[1], engine.ErrExecutorPanic)
-		require.NoError(t, results[2])
-		require.NoError(t, e.Commit())
-		require.Equal(t, 2, e.Pending(), "the panicking handler's schedule is reverted")
-		require.NoError(t, e.CheckRoot())
-	})
+			require.NoError(t, e.Commit())
+			require.Equal(t, 3-len(panics), e.Pending(), "the panicking handlers' schedules are reverted")
+			require.NoError(t, e.CheckRoot())
+		})
+	}
 	t.Run("observer", func(t *testing.T) {
 		e := setup(t)
 		x := &recorder{}
