@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,4 +173,37 @@ func TestVerifyWithoutRoots(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "no root to check")
 	require.NotContains(t, out, "every stored root checked")
+}
+
+// TestReadBesideANode: a read that finds a file gone that it listed (a
+// running node removed an old snapshot meanwhile) is tried again, up to
+// readTries times; any other error is not.
+func TestReadBesideANode(t *testing.T) {
+	dir, _ := storeBlocks(t, 1, 1)
+	real := openLog
+	t.Cleanup(func() { openLog = real })
+	for _, tc := range []struct {
+		name  string
+		fails int   // tries that fail before one that reads
+		err   error // what they fail with
+		code  int
+		tries int
+	}{
+		{"gone once", 1, fs.ErrNotExist, 0, 2},
+		{"gone every time", readTries, fs.ErrNotExist, 1, readTries},
+		{"damaged", 1, errors.New("damaged"), 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tries := 0
+			openLog = func(dir string, checkEvery bool) (*engine.Engine, error) {
+				if tries++; tries <= tc.fails {
+					return nil, fmt.Errorf("open %s/00000000000000000009.snap: %w", dir, tc.err)
+				}
+				return real(dir, checkEvery)
+			}
+			code, _, stderr := cli("inspect", dir)
+			require.Equal(t, tc.code, code, stderr)
+			require.Equal(t, tc.tries, tries)
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -27,6 +28,23 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 	if err := logDir(dir); err != nil {
 		return nil, err
 	}
+	for try := 1; ; try++ {
+		e, err := openLog(dir, checkEvery)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || try == readTries {
+			return e, err
+		}
+	}
+}
+
+// readTries is how many times openDir reads a log whose files go missing
+// as it reads them: beside a running node, which removes its older
+// snapshots and segments as it writes new ones, a read that lists a file
+// and then opens it can find it gone. A file missing from the listing is
+// never looked for, so this is the only way to that error.
+const readTries = 3
+
+// openLog is one try of openDir; tests replace it.
+var openLog = func(dir string, checkEvery bool) (*engine.Engine, error) {
 	cfg, err := engine.LogConfig(dir)
 	if errors.Is(err, engine.ErrEmptyLog) {
 		// No block yet (a node that crashed in its first Commit, or what
@@ -127,6 +145,9 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	// Recovery reads the newest snapshot and the log after it; the older
 	// files, kept for rollbacks and fallbacks, are checked too.
 	damaged, err := wal.Check(vfs.OS, args[0], wal.Options{})
+	for try := 2; errors.Is(err, fs.ErrNotExist) && try <= readTries; try++ {
+		damaged, err = wal.Check(vfs.OS, args[0], wal.Options{}) // see readTries
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
 		return 1
