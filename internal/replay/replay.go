@@ -73,11 +73,19 @@ var system = engine.Address{}
 func Run(r io.Reader, w io.Writer) error {
 	out := bufio.NewWriterSize(w, 1<<16)
 	defer out.Flush()
-	rn := &runner{
+	return newRunner(out).replay(r)
+}
+
+func newRunner(out *bufio.Writer) *runner {
+	return &runner{
 		out: out, ev: event{w: out}, cfg: replayConfig(),
 		scripts: map[scriptKey]*script{}, nonces: map[engine.Address]uint64{}, labels: map[string]engine.TimerID{},
 		agents: map[engine.Address]*agent{},
 	}
+}
+
+// replay runs the trace read from r.
+func (rn *runner) replay(r io.Reader) error {
 	tr := trace.NewReader(r)
 	for {
 		op, err := tr.Next()

@@ -1,12 +1,15 @@
 package replay
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/timerlane/timerlane/internal/trace"
 )
@@ -216,4 +219,43 @@ func BenchmarkRollbackTrace(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestRollbackAfterTrim: over a chain of 2,000 blocks the replay keeps
+// marks and undo entries for the engine's reach only (RollbackDepth
+// blocks), not for every block; rollbacks around that reach, the marks
+// trimmed or not, print what running the chain again prints.
+func TestRollbackAfterTrim(t *testing.T) {
+	var tr strings.Builder
+	tr.WriteString(`{"op":"config","policy":"lane","initial_lane_basefee":"10"}` + "\n")
+	a := fmt.Sprintf("0x%040x", 0xa1)
+	fmt.Fprintf(&tr, "{\"op\":\"fund\",\"account\":\"%s\",\"amount\":\"1000000000000000\"}\n", a)
+	h := uint64(0)
+	blocks := func(n int) {
+		for range n {
+			h++
+			fmt.Fprintf(&tr, "{\"op\":\"block\",\"height\":%d}\n", h)
+			fmt.Fprintf(&tr, "{\"op\":\"tx\",\"actor\":\"%s\",\"nonce\":%d,\"calls\":[{\"call\":\"schedule\",\"height\":%d,\"payload\":\"0x%06x\"}]}\n{\"op\":\"end\"}\n", a, h, h+3, h)
+			if h%7 == 0 {
+				fmt.Fprintf(&tr, "{\"op\":\"handler\",\"actor\":\"%s\",\"handler\":\"handle_timer\",\"cycles\":%d}\n", a, 1000+h)
+			}
+		}
+	}
+	blocks(2000)
+	for _, back := range []uint64{1, 100, 255, 256, 257, 300, 2} {
+		h -= back
+		fmt.Fprintf(&tr, "{\"op\":\"rollback\",\"to\":%d}\n", h)
+		blocks(10)
+	}
+	fast, fastErr := runWith(t, tr.String(), true)
+	slow, slowErr := runWith(t, tr.String(), false)
+	require.NoError(t, fastErr)
+	require.NoError(t, slowErr)
+	require.Equal(t, slow, fast)
+
+	rn := newRunner(bufio.NewWriter(io.Discard))
+	require.NoError(t, rn.replay(strings.NewReader(tr.String())))
+	require.Less(t, len(rn.marks), 600, "marks kept")
+	require.Less(t, len(rn.undo), 700, "undo entries kept")
+	require.Less(t, len(rn.ledger.log), 1800, "ledger changes kept")
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"errors"
+	"sort"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/u128"
@@ -13,7 +14,7 @@ import (
 // nonces, the log of label resolutions) back with undo logs, to a mark
 // taken where the chain's state was that of the target block. Running
 // the chain again from its start, as a deeper rollback does, costs the
-// whole chain per rollback: a long trace full of reorgs took minutes.
+// whole chain per rollback, quadratic in a long trace full of reorgs.
 //
 // fastRollback is off in tests that compare the two ways.
 var fastRollback = true
@@ -29,7 +30,8 @@ type mark struct {
 	labels int // label resolutions of the chain so far
 }
 
-// markHere records the replay's state at the current committed height.
+// markHere records the replay's state at the current committed height,
+// and forgets what no rollback the engine can make needs (trimMarks).
 func (rn *runner) markHere(ended bool) {
 	m := mark{height: rn.eng.Height(), ended: ended, undo: len(rn.undo), labels: len(rn.labelLog)}
 	if rn.replaying {
@@ -39,21 +41,45 @@ func (rn *runner) markHere(ended bool) {
 		m.ledger = len(rn.ledger.log)
 	}
 	rn.marks = append(rn.marks, m)
+	rn.trimMarks()
+}
+
+// trimMarks drops the marks below the engine's reach, RollbackDepth
+// blocks under the current height, but the last of them (a target inside
+// a later advance may need it), and the undo logs' entries before it: a
+// long chain otherwise kept an undo entry for every change it ever made.
+// A target below the marks kept runs the chain again, as one beyond the
+// engine's reach does. It waits until at least half the marks can go, so
+// that the copying costs O(1) a mark.
+func (rn *runner) trimMarks() {
+	cut := rn.eng.Height() - min(rn.eng.Height(), rn.cfg.RollbackDepth)
+	j := sort.Search(len(rn.marks), func(i int) bool { return rn.marks[i].height >= cut }) - 1
+	if j < 64 || j < len(rn.marks)/2 {
+		return
+	}
+	first := rn.marks[j]
+	rn.marks = append(rn.marks[:0], rn.marks[j:]...)
+	rn.undo = append(rn.undo[:0], rn.undo[first.undo:]...)
+	if rn.ledger != nil {
+		rn.ledger.log = append(rn.ledger.log[:0], rn.ledger.log[first.ledger:]...)
+	}
+	for i := range rn.marks {
+		rn.marks[i].undo -= first.undo
+		rn.marks[i].ledger -= first.ledger
+	}
 }
 
 // markOf returns the mark of the state right after block to ended: that
 // of its end, or, for a block an advance skipped, the last one before it.
+// The heights of the marks never decrease, and only the end of a block
+// marks it ended, so the search from the newest costs the blocks undone.
 func (rn *runner) markOf(to uint64) (int, bool) {
-	last := -1
-	for i, m := range rn.marks {
-		if m.height == to && m.ended {
+	for i := len(rn.marks) - 1; i >= 0; i-- {
+		if m := rn.marks[i]; m.height < to || m.height == to && m.ended {
 			return i, true
 		}
-		if m.height < to {
-			last = i
-		}
 	}
-	return last, last >= 0
+	return 0, false
 }
 
 // undoTo takes the engine and the replay's state back to right after
