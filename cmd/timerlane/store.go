@@ -170,12 +170,14 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+const proveUsage = "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n"
+
 func proveCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 2 && isHelp(args[1]) {
-		return usageOf(args, 1, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n", stdout, stderr)
+		return usageOf(args, 1, proveUsage, stdout, stderr)
 	}
 	if len(args) != 2 || isHelp(args[0]) {
-		return usageOf(args, 0, "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n", stdout, stderr)
+		return usageOf(args, 0, proveUsage, stdout, stderr)
 	}
 	id, err := hex32(args[1])
 	if err != nil {

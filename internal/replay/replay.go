@@ -76,6 +76,7 @@ func Run(r io.Reader, w io.Writer) error {
 	return newRunner(out).replay(r)
 }
 
+// newRunner returns a runner before the trace's first op, printing to out.
 func newRunner(out *bufio.Writer) *runner {
 	return &runner{
 		out: out, ev: event{w: out}, cfg: replayConfig(),
