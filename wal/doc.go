@@ -198,6 +198,7 @@
 //	NNNNNNNNNNNNNNNNNNNN.wal        segment; N = height of its first record, 20 digits
 //	NNNNNNNNNNNNNNNNNNNN.snap       snapshot of the state after block N
 //	NNNNNNNNNNNNNNNNNNNN.snap.tmp   snapshot being written (removed by Open)
+//	NNNNNNNNNNNNNNNNNNNN.wal.tmp    segment Repair is rewriting (removed by Open)
 //	NAME.corrupt                    a damaged snapshot set aside by Repair
 //
 // All integers are little-endian; every checksum is xxh3-64

@@ -207,3 +207,17 @@ func TestReadBesideANode(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectListsLeftovers: inspect lists the files a crash can leave
+// beside the log (a snapshot or a segment being written), which a node's
+// next Open removes.
+func TestInspectListsLeftovers(t *testing.T) {
+	dir, _ := storeBlocks(t, 1, 1)
+	for _, name := range []string{"00000000000000000001.wal.tmp", "00000000000000000001.snap.tmp"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	}
+	code, out, stderr := cli("inspect", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "00000000000000000001.wal.tmp")
+	require.Contains(t, out, "00000000000000000001.snap.tmp")
+}

@@ -111,7 +111,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var files []string
 	for _, d := range names {
-		if strings.HasSuffix(d.Name(), ".wal") || strings.Contains(d.Name(), ".snap") {
+		if strings.Contains(d.Name(), ".wal") || strings.Contains(d.Name(), ".snap") { // also .tmp, .corrupt
 			info, err := d.Info()
 			if err != nil {
 				continue
