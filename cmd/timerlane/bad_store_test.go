@@ -50,8 +50,8 @@ func storeBlocks(t *testing.T, blocks, per int) (dir, seg string) {
 }
 
 // flipInRecord flips a bit of the body of the k-th record (from 0) of
-// segment seg: past its 32-byte header, each record is framed by a
-// 12-byte header whose first 4 bytes are its body's length.
+// segment seg: past its 32-byte header, each record is its length (4
+// bytes), its checksum (8) and that many bytes: kind, height, body.
 func flipInRecord(t *testing.T, seg string, k int) {
 	t.Helper()
 	b, err := os.ReadFile(seg)
