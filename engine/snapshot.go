@@ -389,15 +389,16 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	}
 	want := e.pending + e.lane.window.Entries() + 1 // and the scheduler
 	got := e.Root()
+	stored := string(root) != string(make([]byte, 32)) // zero: written without a root
 	switch {
 	case e.root.tree.Len() != want:
 		return nil, fmt.Errorf("%w: the tree image has %d leaves, the state %d", ErrSnapshot, e.root.tree.Len(), want)
-	case string(root) != string(make([]byte, 32)) && string(got[:]) != string(root): // zero: written without a root
+	case stored && string(got[:]) != string(root):
 		return nil, fmt.Errorf("%w: the restored state's root %x is not the snapshot's %x", ErrSnapshot, got, root)
 	case image != nil && e.root.tree != image && imageSum(image) != imageSum(e.root.tree):
 		return nil, fmt.Errorf("%w: the tree image is not the restored state's tree", ErrSnapshot)
 	}
-	if string(root) != string(make([]byte, 32)) {
+	if stored {
 		e.checked++
 	}
 	return e, nil
