@@ -20,7 +20,8 @@ import (
 type calendarHold struct {
 	clock
 	q   *calendar.Queue
-	due ring.Iter // the rest of the bucket taken at the current height
+	due []ring.Entry // the bucket taken at the current height, as the engine takes it
+	k   int          // next in due
 }
 
 func newCalendarHold(w *workload) *calendarHold {
@@ -37,13 +38,14 @@ func newCalendarHold(w *workload) *calendarHold {
 }
 
 func (c *calendarHold) step() {
-	e, ok := c.due.Next(c.q.C)
-	for !ok {
+	for c.k == len(c.due) {
 		c.cur++
 		c.q.Advance(c.cur)
-		c.due = c.q.Take()
-		e, ok = c.due.Next(c.q.C)
+		it := c.q.Take()
+		c.due, c.k = it.AppendTo(c.q.C, c.due[:0]), 0
 	}
+	e := c.due[c.k]
+	c.k++
 	it := c.again(item{height: e.Height, seq: e.Seq, val: uint64(e.Val)})
 	c.q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: uint32(it.val)})
 }

@@ -394,10 +394,7 @@ type policy interface {
 type fifo struct{}
 
 func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
-	order := e.due[:0]
-	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
-		order = append(order, t.Val)
-	}
+	order := due.AppendVals(e.q.C, e.due[:0])
 	e.touchAll(order)
 	e.take(order)
 	kept := e.keepTaken(order)

@@ -545,10 +545,9 @@ func callAgent(g GasBidder, c *BidContext, def Bid) (b Bid) {
 // record anyway: until then they hold stale queue positions.
 func (e *Engine) listAll(due ring.Iter) {
 	s := &e.lane
-	for t, ok := due.Next(e.q.C); ok; t, ok = due.Next(e.q.C) {
-		s.deferred = append(s.deferred, t.Val)
-		s.reasons = append(s.reasons, 0)
-	}
+	n := len(s.deferred)
+	s.deferred = due.AppendVals(e.q.C, s.deferred)
+	s.reasons = append(s.reasons, make([]DeferReason, len(s.deferred)-n)...) // no allocation past growth
 }
 
 // addDeferred puts due timer i on the deferred list.

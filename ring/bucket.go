@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/timerlane/timerlane/internal/prefetch"
@@ -224,14 +225,25 @@ func (b *Bucket) skipGap(c *Chunks) {
 }
 
 // Shift removes and returns the first live entry, or false when there is
-// none. It drops the tombstones it passes and gives each chunk it has read
-// past back to the arena; every other entry keeps its position, so a
-// bucket can be handed on entry by entry, a few at a time, while its owner
-// still pushes to its tail and kills entries anywhere in it (which may
-// compact it meanwhile: Shift reads up to the write cursor, then jumps to
-// the read cursor).
+// none (see ShiftTo).
 func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
-	for b.Live > 0 {
+	var e [1]Entry
+	if b.ShiftTo(c, e[:]) == 0 {
+		return Entry{}, false
+	}
+	return e[0], true
+}
+
+// ShiftTo removes the first live entries, as many as dst holds or the
+// bucket has, into dst, and returns how many. It drops the tombstones it
+// passes and gives each chunk it has read past back to the arena; every
+// other entry keeps its position, so a bucket can be handed on a few
+// entries at a time, while its owner still pushes to its tail and kills
+// entries anywhere in it (which may compact it meanwhile: ShiftTo reads
+// up to the write cursor, then jumps to the read cursor).
+func (b *Bucket) ShiftTo(c *Chunks, dst []Entry) int {
+	k := 0
+	for k < len(dst) && b.Live > 0 {
 		if b.head == b.cw && b.headOff == b.cwOff {
 			b.skipGap(c)
 		}
@@ -247,21 +259,21 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 			// written long ago: load the chunk at once, as Iter does.
 			c.prefetchFull(b.head)
 		}
-		for b.headOff < n {
+		for ; b.headOff < n && k < len(dst); b.headOff++ {
 			s := &ch.e[b.headOff]
-			b.headOff++
 			if s.Seq == 0 {
 				b.Dead--
 				continue
 			}
-			e := s.entry(b.base)
+			dst[k] = s.entry(b.base)
+			k++
 			if b.Live--; b.Live == 0 {
 				b.Release(c) // only tombstones can follow
+				return k
 			}
-			return e, true
 		}
-		if b.head == b.cw {
-			continue // at the write cursor: skipGap
+		if k == len(dst) || b.head == b.cw {
+			continue // done, or at the write cursor: skipGap
 		}
 		if b.head == b.tail {
 			panic("ring: bucket counts a live entry it does not hold")
@@ -270,7 +282,7 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 		c.release(b.head)
 		b.head, b.headOff = next, 0
 	}
-	return Entry{}, false
+	return k
 }
 
 // Detach returns the bucket's content and leaves it empty.
@@ -328,19 +340,7 @@ func (it *Iter) Next(c *Chunks) (Entry, bool) {
 
 // next is Next past tombstones and chunk ends.
 func (it *Iter) next(c *Chunks) (Entry, bool) {
-	for it.chunk != nilChunk {
-		if it.ch == nil {
-			it.ch, it.n = c.slab.At(it.chunk), ChunkLen
-			if it.chunk == it.tail {
-				it.n = it.tailLen
-			} else {
-				// A full chunk: load the rest of it and the head of the
-				// next at once, rather than a line at a time as the loop
-				// gets there (at 1M pending, delivery reads them from
-				// memory: 10.0 -> 7.9 ns per timer in pass timers).
-				c.prefetchFull(it.chunk)
-			}
-		}
+	for it.load(c) {
 		for it.i < it.n {
 			s := &it.ch.e[it.i]
 			it.i++
@@ -348,14 +348,81 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 				return s.entry(it.base), true
 			}
 		}
-		next := nilChunk
-		if it.chunk != it.tail {
-			next = *c.next.At(it.chunk)
-		}
-		c.release(it.chunk)
-		it.chunk, it.i, it.ch, it.n = next, 0, nil, 0
+		it.advance(c)
 	}
 	return Entry{}, false
+}
+
+// load makes the iterator's chunk the one at hand, if it has not been
+// loaded yet, and reports false when no chunk is left.
+func (it *Iter) load(c *Chunks) bool {
+	if it.chunk == nilChunk {
+		return false
+	}
+	if it.ch == nil {
+		it.ch, it.n = c.slab.At(it.chunk), ChunkLen
+		if it.chunk == it.tail {
+			it.n = it.tailLen
+		} else {
+			// A full chunk: load the rest of it and the head of the
+			// next at once, rather than a line at a time as the loop
+			// gets there (at 1M pending, delivery reads them from
+			// memory: 10.0 -> 7.9 ns per timer in pass timers).
+			c.prefetchFull(it.chunk)
+		}
+	}
+	return true
+}
+
+// advance gives the chunk at hand, read to its end, back to the arena and
+// moves to the next.
+func (it *Iter) advance(c *Chunks) {
+	next := nilChunk
+	if it.chunk != it.tail {
+		next = *c.next.At(it.chunk)
+	}
+	c.release(it.chunk)
+	it.chunk, it.i, it.ch, it.n = next, 0, nil, 0
+}
+
+// AppendTo appends the live entries left, in order, to dst and returns
+// the extended slice; the iterator is then exhausted. It is Next in a
+// loop without a call per entry, for a caller that takes a whole bucket.
+func (it *Iter) AppendTo(c *Chunks, dst []Entry) []Entry {
+	for it.load(c) {
+		src := it.ch.e[it.i:it.n]
+		n := len(dst)
+		dst = slices.Grow(dst, len(src))[:n+len(src)]
+		for k := range src {
+			s := &src[k]
+			dst[n] = s.entry(it.base) // a tombstone's is overwritten
+			if s.Seq != 0 {
+				n++
+			}
+		}
+		dst = dst[:n]
+		it.advance(c)
+	}
+	return dst
+}
+
+// AppendVals is AppendTo for a caller that needs only the entries' Vals.
+func (it *Iter) AppendVals(c *Chunks, dst []uint32) []uint32 {
+	for it.load(c) {
+		src := it.ch.e[it.i:it.n]
+		n := len(dst)
+		dst = slices.Grow(dst, len(src))[:n+len(src)]
+		for k := range src {
+			s := &src[k]
+			dst[n] = s.Val
+			if s.Seq != 0 {
+				n++
+			}
+		}
+		dst = dst[:n]
+		it.advance(c)
+	}
+	return dst
 }
 
 // Walk calls f for each live entry of b in order, without changing b.

@@ -61,6 +61,24 @@ func (s *Buckets) At(i uint64) *Bucket { return &s.b[i] }
 
 // Push appends e to bucket i and returns its position.
 func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
+	// The common case, small enough to inline into the tiers' inserts: a
+	// tail chunk with room (so the bucket holds a live entry and is in
+	// occupied already), a height at most 2^31 above the base, and no
+	// lowest height to keep for this bucket.
+	b := &s.b[i]
+	if off := e.Height - b.base; b.tail != nilChunk && b.tailLen < ChunkLen && off < 1<<31 && (!s.low.set || s.low.i != i) {
+		c.slab.At(b.tail).e[b.tailLen] = slot{Seq: e.Seq, Val: e.Val, Off: int32(off)}
+		p := Pos(b.tail*ChunkLen + uint32(b.tailLen))
+		b.tailLen++
+		b.Live++
+		s.len++
+		return p
+	}
+	return s.push(c, i, e)
+}
+
+// push is Push's general case.
+func (s *Buckets) push(c *Chunks, i uint64, e Entry) Pos {
 	s.occupied.Set(i)
 	s.len++
 	switch l := &s.low; {
@@ -136,15 +154,27 @@ func (s *Buckets) Kill(c *Chunks, i uint64, p Pos, moved func(Entry, Pos)) {
 // Shift removes and returns the first live entry of bucket i (see
 // Bucket.Shift).
 func (s *Buckets) Shift(c *Chunks, i uint64) (Entry, bool) {
-	e, ok := s.b[i].Shift(c)
-	if ok {
-		s.gone(i, e.Height)
-		s.len--
-		if s.b[i].Empty() {
-			s.occupied.Clear(i)
+	var e [1]Entry
+	if s.ShiftTo(c, i, e[:]) == 0 {
+		return Entry{}, false
+	}
+	return e[0], true
+}
+
+// ShiftTo removes the first live entries of bucket i into dst and returns
+// how many (see Bucket.ShiftTo).
+func (s *Buckets) ShiftTo(c *Chunks, i uint64, dst []Entry) int {
+	k := s.b[i].ShiftTo(c, dst)
+	if l := &s.low; l.set && l.i == i {
+		for _, e := range dst[:k] {
+			s.gone(i, e.Height)
 		}
 	}
-	return e, ok
+	s.len -= k
+	if k > 0 && s.b[i].Empty() {
+		s.occupied.Clear(i)
+	}
+	return k
 }
 
 // MoveTo hands bucket i's whole content to bucket j of d, which must be

@@ -318,3 +318,73 @@ func TestCompactionWholeEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestShiftToRandom runs random pushes, kills (with the compactions they
+// start) and shifts of random batches on one bucket of the Buckets, against
+// a slice of its live entries in order: every batch is the front of the
+// slice, every entry left keeps its position, and the counts and the
+// occupied set agree.
+func TestShiftToRandom(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		c := NewChunks()
+		s := NewBuckets(4)
+		const i = 2
+		pos := map[uint64]Pos{}
+		var want []Entry
+		next := uint64(1)
+		buf := make([]Entry, 3*ChunkLen)
+		moved := func(e Entry, p Pos) { pos[e.Seq] = p }
+		for op := range 6000 {
+			// Phases of 1000 ops: growth past CompactWhole slots, then
+			// kills (which start compactions that run a few entries a
+			// kill) with shifts among them.
+			pushes, kills := 37, 39 // of 40; shifts the rest
+			if op/1000%2 == 1 {
+				pushes, kills = 2, 38
+			}
+			switch k := r.IntN(40); {
+			case k < pushes:
+				e := Entry{Height: 1000 + r.Uint64N(50), Seq: next, Val: uint32(next)}
+				next++
+				pos[e.Seq] = s.Push(c, i, e)
+				want = append(want, e)
+			case k < kills && len(want) > 0:
+				j := r.IntN(len(want))
+				s.Kill(c, i, pos[want[j].Seq], moved)
+				delete(pos, want[j].Seq)
+				want = slices.Delete(want, j, j+1)
+			default:
+				n := 1 + r.IntN(4) // mostly a few, as staging shifts
+				if r.IntN(4) == 0 {
+					n = 1 + r.IntN(len(buf))
+				}
+				got := s.ShiftTo(c, i, buf[:n])
+				if got != min(n, len(want)) || !slices.Equal(buf[:got], want[:got]) {
+					t.Fatalf("seed %d op %d: ShiftTo of %d gave %v, want %v", seed, op, n, buf[:got], want[:min(n, len(want))])
+				}
+				for _, e := range want[:got] {
+					delete(pos, e.Seq)
+				}
+				want = want[got:]
+			}
+			var walked []Entry
+			s.At(i).WalkPos(c, func(e Entry, p Pos) {
+				if p != pos[e.Seq] {
+					t.Fatalf("seed %d op %d: seq %d at %d, told %d", seed, op, e.Seq, p, pos[e.Seq])
+				}
+				walked = append(walked, e)
+			})
+			if !slices.Equal(walked, want) || s.Len() != len(want) {
+				t.Fatalf("seed %d op %d: bucket holds %v (Len %d), want %v", seed, op, walked, s.Len(), want)
+			}
+			if _, ok := s.Next(i, 1); ok != (len(want) > 0) {
+				t.Fatalf("seed %d op %d: occupied %v with %d live", seed, op, ok, len(want))
+			}
+		}
+		s.At(i).Release(c)
+		if c.Live() != 0 {
+			t.Fatalf("seed %d: %d chunks live after the release", seed, c.Live())
+		}
+	}
+}

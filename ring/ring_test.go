@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"unsafe"
@@ -608,6 +609,71 @@ func TestReserveAndReset(t *testing.T) {
 		b = Bucket{}
 		if c.Live() != 0 || c.Bytes() != bytes {
 			t.Fatalf("round %d: after Reset %d live, %d bytes", round, c.Live(), c.Bytes())
+		}
+	}
+}
+
+// TestAppend checks AppendTo and AppendVals against Walk: the same live
+// entries in the same order, after any number taken by Next, or by Shift
+// before the bucket was drained, appended behind what dst held, and every
+// chunk back in the arena.
+func TestAppend(t *testing.T) {
+	// drained builds a bucket of n entries, kills some, takes skip of the
+	// live ones by Next or Shift, and returns the arena, the iterator over
+	// the rest and the rest.
+	drained := func(n int, kill string, skip int, by string) (*Chunks, Iter, []Entry) {
+		c := NewChunks()
+		var b Bucket
+		var pos []Pos
+		for s := 1; s <= n; s++ {
+			pos = append(pos, b.Push(c, Entry{Height: 1 << 40, Seq: uint64(s), Val: uint32(10 * s)}))
+		}
+		for k := range pos {
+			if kill == "odd" && k%2 == 1 || kill == "first chunk" && k < ChunkLen || kill == "all but last" && k < n-1 {
+				b.Kill(c, pos[k])
+			}
+		}
+		var live []Entry
+		b.Walk(c, func(e Entry) { live = append(live, e) })
+		skip = min(skip, len(live))
+		if by == "Shift" {
+			for range skip {
+				b.Shift(c)
+			}
+			return c, b.Drain(), live[skip:]
+		}
+		it := b.Drain()
+		for range skip {
+			it.Next(c)
+		}
+		return c, it, live[skip:]
+	}
+	for _, n := range []int{0, 1, ChunkLen - 1, ChunkLen, ChunkLen + 1, 3*ChunkLen + 5} {
+		for _, kill := range []string{"none", "odd", "first chunk", "all but last"} {
+			for _, skip := range []int{0, 1, ChunkLen - 1, ChunkLen, ChunkLen + 2} {
+				for _, by := range []string{"Next", "Shift"} {
+					name := fmt.Sprintf("n %d, kill %s, %d by %s", n, kill, skip, by)
+					head := Entry{Height: 7, Seq: 7, Val: 7}
+					c, it, want := drained(n, kill, skip, by)
+					if got := it.AppendTo(c, []Entry{head}); !slices.Equal(got, append([]Entry{head}, want...)) {
+						t.Fatalf("%s: AppendTo = %v, want %v after the head", name, got, want)
+					}
+					if _, ok := it.Next(c); ok || c.Live() != 0 {
+						t.Fatalf("%s: after AppendTo, Next finds an entry (%v) or %d chunks are live", name, ok, c.Live())
+					}
+					c, it, want = drained(n, kill, skip, by)
+					wantVals := []uint32{7}
+					for _, e := range want {
+						wantVals = append(wantVals, e.Val)
+					}
+					if got := it.AppendVals(c, []uint32{7}); !slices.Equal(got, wantVals) {
+						t.Fatalf("%s: AppendVals = %v, want %v", name, got, wantVals)
+					}
+					if c.Live() != 0 {
+						t.Fatalf("%s: %d chunks live after AppendVals", name, c.Live())
+					}
+				}
+			}
 		}
 	}
 }

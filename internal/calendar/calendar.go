@@ -120,12 +120,13 @@ type Queue struct {
 
 	// Staging of epoch w+k+1, when there is one (ringEnd < epochEnd: the
 	// ring does not reach the last epoch yet).
-	stage     ring.Buckets // bucket h - stageLo: the staged timers of height h
-	stageSeq  []uint64     // per stage bucket, the bound on its seqs (see Remove); 0 when nothing was staged
-	stageUsed bool         // some stageSeq may not be 0
-	stageLo   uint64       // first height of the staged epoch: ringEnd + 1
-	stageSrc  uint64       // the staged epoch's bucket in the epoch tier
-	winEnd    uint64       // last height of window w
+	stage     ring.Buckets   // bucket h - stageLo: the staged timers of height h
+	stageSeq  []uint64       // per stage bucket, the bound on its seqs (see Remove); 0 when nothing was staged
+	stageUsed bool           // some stageSeq may not be 0
+	stageLo   uint64         // first height of the staged epoch: ringEnd + 1
+	shifted   [64]ring.Entry // stageShare's, a batch shifted out of the staged epoch
+	stageSrc  uint64         // the staged epoch's bucket in the epoch tier
+	winEnd    uint64         // last height of window w
 
 	// The overflow stage of epoch w+k+C+1, when there is one (epochEnd <
 	// 2^64-1): a prefix of the tree in (height, seq) order, up to (ostH,
@@ -663,11 +664,17 @@ func (q *Queue) stageShare() {
 	left := q.winEnd - q.cur + 1
 	if rem := uint64(q.epochs.At(q.stageSrc).Live); rem > 0 {
 		q.stageUsed = true
-		for n := (rem + left - 1) / left; n > 0; n-- {
-			x, _ := q.epochs.Buckets.Shift(q.C, q.stageSrc)
-			i := x.Height - q.stageLo
-			q.stageSeq[i] = x.Seq
-			q.report(x, q.stage.Push(q.C, i, x))
+		for n := (rem + left - 1) / left; n > 0; {
+			k := q.epochs.Buckets.ShiftTo(q.C, q.stageSrc, q.shifted[:min(n, uint64(len(q.shifted)))])
+			if k == 0 {
+				panic(fmt.Sprintf("calendar: the staged epoch's bucket counts %d timers and holds none", rem))
+			}
+			n -= uint64(k)
+			for _, x := range q.shifted[:k] {
+				i := x.Height - q.stageLo
+				q.stageSeq[i] = x.Seq
+				q.report(x, q.stage.Push(q.C, i, x))
+			}
 		}
 	}
 	if q.ostLeft > 0 {

@@ -36,9 +36,9 @@ const (
 
 // Slab holds values of type T. The zero Slab is empty.
 type Slab[T any] struct {
-	chunks [][]T
-	spare  []T // the untaken rest of the current block: whole chunks
-	askAt  int // the next block is asked for when len(spare) <= askAt
+	chunks []*[chunk]T // arrays, not slices: At loads no length and checks one bound
+	spare  []T         // the untaken rest of the current block: whole chunks
+	askAt  int         // the next block is asked for when len(spare) <= askAt
 
 	// The next block, on its way from another goroutine, and its length;
 	// nil when not asked for.
@@ -52,7 +52,7 @@ func (s *Slab[T]) At(i uint32) *T { return &s.chunks[i>>Shift][i&(chunk-1)] }
 // Ensure grows the slab so that index i is valid.
 func (s *Slab[T]) Ensure(i uint32) {
 	for int(i>>Shift) >= len(s.chunks) {
-		s.chunks = append(s.chunks, s.newChunk())
+		s.chunks = append(s.chunks, (*[chunk]T)(s.newChunk()))
 	}
 }
 
@@ -66,7 +66,7 @@ func (s *Slab[T]) Grow(n int) {
 	had := len(s.chunks)
 	s.Ensure(uint32(n - 1))
 	for _, c := range s.chunks[had:] {
-		hugepage.Touch(c)
+		hugepage.Touch(c[:])
 	}
 }
 
