@@ -20,8 +20,7 @@ import (
 type calendarHold struct {
 	clock
 	q   *calendar.Queue
-	due []ring.Entry // the bucket taken at the current height, as the engine takes it
-	k   int          // next in due
+	due ring.Iter // the rest of the bucket taken at the current height
 }
 
 func newCalendarHold(w *workload) *calendarHold {
@@ -38,14 +37,13 @@ func newCalendarHold(w *workload) *calendarHold {
 }
 
 func (c *calendarHold) step() {
-	for c.k == len(c.due) {
+	e, ok := c.due.Next(c.q.C)
+	for !ok {
 		c.cur++
 		c.q.Advance(c.cur)
-		it := c.q.Take()
-		c.due, c.k = it.AppendTo(c.q.C, c.due[:0]), 0
+		c.due = c.q.Take()
+		e, ok = c.due.Next(c.q.C)
 	}
-	e := c.due[c.k]
-	c.k++
 	it := c.again(item{height: e.Height, seq: e.Seq, val: uint64(e.Val)})
 	c.q.Insert(ring.Entry{Height: it.height, Seq: it.seq, Val: uint32(it.val)})
 }

@@ -385,28 +385,10 @@ func (it *Iter) advance(c *Chunks) {
 	it.chunk, it.i, it.ch, it.n = next, 0, nil, 0
 }
 
-// AppendTo appends the live entries left, in order, to dst and returns
-// the extended slice; the iterator is then exhausted. It is Next in a
-// loop without a call per entry, for a caller that takes a whole bucket.
-func (it *Iter) AppendTo(c *Chunks, dst []Entry) []Entry {
-	for it.load(c) {
-		src := it.ch.e[it.i:it.n]
-		n := len(dst)
-		dst = slices.Grow(dst, len(src))[:n+len(src)]
-		for k := range src {
-			s := &src[k]
-			dst[n] = s.entry(it.base) // a tombstone's is overwritten
-			if s.Seq != 0 {
-				n++
-			}
-		}
-		dst = dst[:n]
-		it.advance(c)
-	}
-	return dst
-}
-
-// AppendVals is AppendTo for a caller that needs only the entries' Vals.
+// AppendVals appends the Vals of the live entries left, in order, to dst
+// and returns the extended slice; the iterator is then exhausted. It is
+// Next in a loop without a call per entry, for a caller that takes a
+// whole bucket and needs only the Vals (end of block: the records).
 func (it *Iter) AppendVals(c *Chunks, dst []uint32) []uint32 {
 	for it.load(c) {
 		src := it.ch.e[it.i:it.n]
