@@ -53,4 +53,11 @@
 //	go test ./bench -run '^$' -bench 'Hold/.*/n=4000000/' -count 6
 //
 // Use -benchtime 1x for BenchmarkPendingBytes alone: one op builds 1M timers.
+//
+// On a shared machine one op's time moves by 10-30 % from run to run;
+// instructions.sh counts the instructions one op runs (valgrind's
+// cachegrind, two run lengths differenced), which the load does not move:
+//
+//	go test -c -o new.test ./bench
+//	bench/instructions.sh ./new.test 'Hold/dist=bimodal/n=1000000/impl=calendar$'
 package bench

@@ -31,7 +31,7 @@ type Tree struct {
 // hintReach bounds how far above the last insert's height an insert takes
 // the path hint. Far timers set with one delay arrive in ascending runs,
 // where the hint spares most of the search (BenchmarkInsert, patterns runs
-// and ascending: 230-270 ns with it, 330-340 without); far timers set at
+// and ascending: 226-273 ns with it, 329-341 without); far timers set at
 // random land anywhere, and there a wrong hint costs one more comparison,
 // on a line that is likely not loaded, at every level (pattern random,
 // medians of 5 alternating runs: 882 ns with the hint always taken, 830
