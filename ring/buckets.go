@@ -61,10 +61,10 @@ func (s *Buckets) At(i uint64) *Bucket { return &s.b[i] }
 
 // Push appends e to bucket i and returns its position.
 func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
-	// The common case, small enough to inline into the tiers' inserts: a
-	// tail chunk with room (so the bucket holds a live entry and is in
-	// occupied already), a height at most 2^31 above the base, and no
-	// lowest height to keep for this bucket.
+	// The common case, without a call: a tail chunk with room (so the
+	// bucket holds a live entry and is in occupied already), a height at
+	// most 2^31 above the base, and no lowest height to keep for this
+	// bucket.
 	b := &s.b[i]
 	if off := e.Height - b.base; b.tail != nilChunk && b.tailLen < ChunkLen && off < 1<<31 && (!s.low.set || s.low.i != i) {
 		c.slab.At(b.tail).e[b.tailLen] = slot{Seq: e.Seq, Val: e.Val, Off: int32(off)}
