@@ -395,9 +395,8 @@ func (it *Iter) AppendVals(c *Chunks, dst []uint32) []uint32 {
 		n := len(dst)
 		dst = slices.Grow(dst, len(src))[:n+len(src)]
 		for k := range src {
-			s := &src[k]
-			dst[n] = s.Val
-			if s.Seq != 0 {
+			if s := &src[k]; s.Seq != 0 { // a tombstone's Val is stale: never written
+				dst[n] = s.Val
 				n++
 			}
 		}

@@ -615,8 +615,9 @@ func TestReserveAndReset(t *testing.T) {
 
 // TestAppendVals checks AppendVals against Walk: the Vals of the same live
 // entries in the same order, after any number taken by Next, or by Shift
-// before the bucket was drained, appended behind what dst held, and every
-// chunk back in the arena.
+// before the bucket was drained, appended behind what dst held, nothing
+// written past them (no tombstone's stale Val), and every chunk back in
+// the arena.
 func TestAppendVals(t *testing.T) {
 	// drained builds a bucket of n entries, kills some, takes skip of the
 	// live ones by Next or Shift, and returns the arena, the iterator over
@@ -629,7 +630,9 @@ func TestAppendVals(t *testing.T) {
 			pos = append(pos, b.Push(c, Entry{Height: 1 << 40, Seq: uint64(s), Val: uint32(10 * s)}))
 		}
 		for k := range pos {
-			if kill == "odd" && k%2 == 1 || kill == "first chunk" && k < ChunkLen || kill == "all but last" && k < n-1 {
+			// "last two" leaves a tombstone at the end: the last kill is
+			// taken back, the one before it stays.
+			if kill == "odd" && k%2 == 1 || kill == "first chunk" && k < ChunkLen || kill == "all but last" && k < n-1 || kill == "last two" && k >= n-2 {
 				b.Kill(c, pos[k])
 			}
 		}
@@ -649,7 +652,7 @@ func TestAppendVals(t *testing.T) {
 		return c, it, live[skip:]
 	}
 	for _, n := range []int{0, 1, ChunkLen - 1, ChunkLen, ChunkLen + 1, 3*ChunkLen + 5} {
-		for _, kill := range []string{"none", "odd", "first chunk", "all but last"} {
+		for _, kill := range []string{"none", "odd", "first chunk", "all but last", "last two"} {
 			for _, skip := range []int{0, 1, ChunkLen - 1, ChunkLen, ChunkLen + 2} {
 				for _, by := range []string{"Next", "Shift"} {
 					name := fmt.Sprintf("n %d, kill %s, %d by %s", n, kill, skip, by)
@@ -658,8 +661,14 @@ func TestAppendVals(t *testing.T) {
 					for _, e := range want {
 						wantVals = append(wantVals, e.Val)
 					}
-					if got := it.AppendVals(c, []uint32{7}); !slices.Equal(got, wantVals) {
+					dst := make([]uint32, 1, 4*ChunkLen) // room for all: no growth
+					dst[0] = 7
+					got := it.AppendVals(c, dst)
+					if !slices.Equal(got, wantVals) {
 						t.Fatalf("%s: AppendVals = %v, want %v after the 7", name, got, wantVals)
+					}
+					if stale := slices.IndexFunc(got[len(got):cap(got)], func(v uint32) bool { return v != 0 }); stale >= 0 {
+						t.Fatalf("%s: AppendVals wrote %d past the entries it returned", name, got[len(got)+stale])
 					}
 					if _, ok := it.Next(c); ok || c.Live() != 0 {
 						t.Fatalf("%s: after AppendVals, Next finds an entry (%v) or %d chunks are live", name, ok, c.Live())
