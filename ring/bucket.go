@@ -340,7 +340,8 @@ func (it *Iter) Next(c *Chunks) (Entry, bool) {
 
 // next is Next past tombstones and chunk ends.
 func (it *Iter) next(c *Chunks) (Entry, bool) {
-	for it.load(c) {
+	for it.chunk != nilChunk { // tested here: most buckets a block takes are empty
+		it.load(c)
 		for it.i < it.n {
 			s := &it.ch.e[it.i]
 			it.i++
@@ -353,12 +354,9 @@ func (it *Iter) next(c *Chunks) (Entry, bool) {
 	return Entry{}, false
 }
 
-// load makes the iterator's chunk the one at hand, if it has not been
-// loaded yet, and reports false when no chunk is left.
-func (it *Iter) load(c *Chunks) bool {
-	if it.chunk == nilChunk {
-		return false
-	}
+// load makes the iterator's chunk, which must not be nilChunk, the one
+// at hand, if it has not been loaded yet.
+func (it *Iter) load(c *Chunks) {
 	if it.ch == nil {
 		it.ch, it.n = c.slab.At(it.chunk), ChunkLen
 		if it.chunk == it.tail {
@@ -371,7 +369,6 @@ func (it *Iter) load(c *Chunks) bool {
 			c.prefetchFull(it.chunk)
 		}
 	}
-	return true
 }
 
 // advance gives the chunk at hand, read to its end, back to the arena and
@@ -390,7 +387,8 @@ func (it *Iter) advance(c *Chunks) {
 // Next in a loop without a call per entry, for a caller that takes a
 // whole bucket and needs only the Vals (end of block: the records).
 func (it *Iter) AppendVals(c *Chunks, dst []uint32) []uint32 {
-	for it.load(c) {
+	for it.chunk != nilChunk {
+		it.load(c)
 		src := it.ch.e[it.i:it.n]
 		n := len(dst)
 		dst = slices.Grow(dst, len(src))[:n+len(src)]

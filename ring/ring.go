@@ -26,23 +26,7 @@ func New(size uint64) (*Ring, error) {
 func (r *Ring) Size() uint64 { return r.mask + 1 }
 
 // Push appends e to the bucket of its height and returns its position.
-// Its common case is Buckets.Push's for a bucket that holds one height
-// and never keeps a lowest one (the ring's): the height is the bucket's
-// base, and the tail chunk holds an entry and has room for another
-// (1 <= tailLen < ChunkLen, one comparison, false for an empty bucket).
-func (r *Ring) Push(c *Chunks, e Entry) Pos {
-	i := e.Height & r.mask
-	b := &r.b[i]
-	if b.base == e.Height && b.tailLen-1 < ChunkLen-1 && !r.low.set {
-		t := b.tailLen
-		c.slab.At(b.tail).e[t%ChunkLen] = slot{Seq: e.Seq, Val: e.Val}
-		b.tailLen = t + 1
-		b.Live++
-		r.len++
-		return Pos(b.tail*ChunkLen + uint32(t))
-	}
-	return r.Buckets.Push(c, i, e)
-}
+func (r *Ring) Push(c *Chunks, e Entry) Pos { return r.Buckets.Push(c, e.Height&r.mask, e) }
 
 // Kill cancels the entry at p, which is in the bucket of height h (see
 // Buckets.Kill for moved).

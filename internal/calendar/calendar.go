@@ -124,9 +124,9 @@ type Queue struct {
 	stageSeq  []uint64       // per stage bucket, the bound on its seqs (see Remove); 0 when nothing was staged
 	stageUsed bool           // some stageSeq may not be 0
 	stageLo   uint64         // first height of the staged epoch: ringEnd + 1
-	shifted   [64]ring.Entry // stageShare's, a batch shifted out of the staged epoch
 	stageSrc  uint64         // the staged epoch's bucket in the epoch tier
 	winEnd    uint64         // last height of window w
+	shifted   [64]ring.Entry // stageShare's, a batch shifted out of the staged epoch
 
 	// The overflow stage of epoch w+k+C+1, when there is one (epochEnd <
 	// 2^64-1): a prefix of the tree in (height, seq) order, up to (ostH,
