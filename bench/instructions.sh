@@ -14,8 +14,8 @@
 #               divided by 2N, is the figure: setup cancels out.
 #
 # It prints instructions per op outside the runtime, the runtime's share
-# (the garbage collector's work varies between runs) and the five
-# functions that execute the most. Needs valgrind (apt-get install
+# (the garbage collector's work varies between runs) and the functions
+# that execute the most: the first five, or $TOP of them. Needs valgrind (apt-get install
 # valgrind). GODEBUG=cpu.rdtscp=off: valgrind 3.19 does not decode the
 # RDTSCP the runtime uses for its clock.
 set -euo pipefail
@@ -53,4 +53,4 @@ cg_annotate --auto=no --threshold=0 "$dir/diff" 2>/dev/null |
 awk -v ops=$((2 * n)) '
 	{ if ($2 ~ /src\/runtime\/|internal\/runtime|:runtime\./) rt += $1; else own += $1 }
 	END { printf "%.1f instructions per op outside the runtime (runtime: %.1f)\n", own / ops, rt / ops }' "$dir/funcs"
-sort -rn "$dir/funcs" | head -5 | awk -v ops=$((2 * n)) '{ printf "  %7.1f  %s\n", $1 / ops, $2 }'
+sort -rn "$dir/funcs" | head -"${TOP:-5}" | awk -v ops=$((2 * n)) '{ printf "  %7.1f  %s\n", $1 / ops, $2 }'

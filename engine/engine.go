@@ -397,9 +397,9 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	order := due.AppendVals(e.q.C, e.due[:0])
 	e.touchAll(order)
 	e.take(order)
-	kept := e.keepTaken(order)
+	e.keepTakenHeld(order)
 	for k := 0; k < len(order); {
-		k = e.fireRun(x, order, k, &kept)
+		k = e.fireRun(x, order, k)
 	}
 	clear(order) // no stale record index survives in the buffer
 	e.due = order[:0]
@@ -412,7 +412,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 // per handler, about 5 ns of each fire.
 // A panic is the Executor's only while e.executing; any other is the
 // engine's own, and goes on.
-func (e *Engine) fireRun(x Executor, order []uint32, k int, kept *keptTaken) (next int) {
+func (e *Engine) fireRun(x Executor, order []uint32, k int) (next int) {
 	defer func() {
 		if !e.executing {
 			return // no panic, or not the Executor's: recover would stop it
@@ -423,7 +423,7 @@ func (e *Engine) fireRun(x Executor, order []uint32, k int, kept *keptTaken) (ne
 			return // runtime.Goexit in the handler: the goroutine ends
 		}
 		e.closeFire(Usage{}, fmt.Errorf("%w: %v", ErrExecutorPanic, p), nil)
-		e.firedTaken(kept, next, order[next])
+		e.fired(order[next])
 		next++
 	}()
 	for ; k < len(order); k++ {
@@ -436,18 +436,23 @@ func (e *Engine) fireRun(x Executor, order []uint32, k int, kept *keptTaken) (ne
 		u, err := x.Execute(tx, &e.del)
 		e.executing = false
 		e.closeFire(u, err, nil)
-		e.firedTaken(kept, k, order[k])
+		if e.obs != nil || e.hist == nil { // a call for the rare cases only
+			e.fired(order[k])
+		}
 	}
 	return len(order)
 }
 
-// firedTaken tells the Observer of the fire just made of timer i, the
-// k-th of kept, and retires it.
-func (e *Engine) firedTaken(kept *keptTaken, k int, i uint32) {
+// fired tells the Observer of the fire just made of timer i, whose
+// history entry keepTakenHeld made, and without a history frees its
+// record.
+func (e *Engine) fired(i uint32) {
 	if e.obs != nil {
 		e.notifyFired()
 	}
-	e.retireTaken(kept, k, i)
+	if e.hist == nil {
+		e.release(i)
+	}
 }
 
 // take removes due timers from the pending set: their ids are no longer
@@ -527,10 +532,12 @@ func (e *Engine) closeFire(u Usage, err error, fee *FireFee) bool {
 	} else {
 		e.commitTx()
 	}
-	// Field by field: a FireResult built on the stack and copied whole
-	// would be loaded back while its stores are still in flight.
-	res := &e.lastFire
-	res.Usage, res.Reverted, res.Err, res.Fee = u, reverted, err, fee
+	if e.obs != nil { // the outcome is the Observer's only
+		// Field by field: a FireResult built on the stack and copied whole
+		// would be loaded back while its stores are still in flight.
+		res := &e.lastFire
+		res.Usage, res.Reverted, res.Err, res.Fee = u, reverted, err, fee
+	}
 	return reverted
 }
 
@@ -859,11 +866,16 @@ func (e *Engine) timer(i uint32) Timer {
 }
 
 // bytesOf returns the handler bytes (empty for the default handler) and the
-// payload of record i, r; they alias the pool.
+// payload of record i, r; they alias the pool. Small enough to inline, for
+// the common timer that has neither.
 func (e *Engine) bytesOf(i uint32, r *rec) (handler, payload []byte) {
 	if r.data == 0 {
 		return nil, nil
 	}
+	return e.storedBytes(i, r)
+}
+
+func (e *Engine) storedBytes(i uint32, r *rec) (handler, payload []byte) {
 	n := e.lens.At(i)
 	buf := e.data.Get(r.data, int(n.handler+n.payload))
 	return buf[:n.handler], buf[n.handler:]

@@ -181,6 +181,18 @@ type keptTaken struct {
 // recs, before the first fires, and returns their entries: the k-th of
 // them then ends with retireTaken(kept, k).
 func (e *Engine) keepTaken(recs []uint32) keptTaken {
+	return e.keep(recs, false)
+}
+
+// keepTakenHeld is keepTaken for records just read, in cache: their
+// entries note what each holds at once, which no fire changes, and the
+// fires need no retireTaken. Without a history, each fire must still
+// release its record.
+func (e *Engine) keepTakenHeld(recs []uint32) {
+	e.keep(recs, true)
+}
+
+func (e *Engine) keep(recs []uint32, held bool) keptTaken {
 	if e.hist == nil {
 		return keptTaken{}
 	}
@@ -190,6 +202,9 @@ func (e *Engine) keepTaken(recs []uint32) keptTaken {
 		c := t.extend(len(recs))
 		for j, i := range recs[:len(c)] {
 			c[j] = takenRec{rec: i}
+			if held {
+				c[j].held = e.recs.At(i).held()
+			}
 		}
 		recs = recs[len(c):]
 	}

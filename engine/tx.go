@@ -324,7 +324,16 @@ func (tx Tx) Revert() error {
 	return nil
 }
 
+// commitTx is small enough to inline for the transaction that made no
+// call, as most handlers' fires are.
 func (e *Engine) commitTx() {
+	if len(e.undo) > 0 {
+		e.commitUndo()
+	}
+	e.closeTx()
+}
+
+func (e *Engine) commitUndo() {
 	for _, u := range e.undo {
 		if u.kind == undoCancel {
 			e.unqueue(u.rec, true)
@@ -333,10 +342,9 @@ func (e *Engine) commitTx() {
 			}
 		}
 	}
-	if e.hist != nil && len(e.undo) > 0 {
+	if e.hist != nil {
 		e.hist.ops.push(e.undo...)
 	}
-	e.closeTx()
 }
 
 func (e *Engine) revertTx() {
