@@ -181,18 +181,6 @@ type keptTaken struct {
 // recs, before the first fires, and returns their entries: the k-th of
 // them then ends with retireTaken(kept, k).
 func (e *Engine) keepTaken(recs []uint32) keptTaken {
-	return e.keep(recs, false)
-}
-
-// keepTakenHeld is keepTaken for records just read, in cache: their
-// entries note what each holds at once, which no fire changes, and the
-// fires need no retireTaken. Without a history, each fire must still
-// release its record.
-func (e *Engine) keepTakenHeld(recs []uint32) {
-	e.keep(recs, true)
-}
-
-func (e *Engine) keep(recs []uint32, held bool) keptTaken {
 	if e.hist == nil {
 		return keptTaken{}
 	}
@@ -202,9 +190,6 @@ func (e *Engine) keep(recs []uint32, held bool) keptTaken {
 		c := t.extend(len(recs))
 		for j, i := range recs[:len(c)] {
 			c[j] = takenRec{rec: i}
-			if held {
-				c[j].held = e.recs.At(i).held()
-			}
 		}
 		recs = recs[len(c):]
 	}
@@ -255,8 +240,10 @@ func (e *Engine) trimHist() {
 		for span := range h.ops.segs(b.ops, end.ops) {
 			for k := range span {
 				// The block's entries are depth blocks old, long out of
-				// the cache: load them well ahead of the loop.
-				if k+trimAhead < len(span) {
+				// the cache: load them well ahead of the loop, from
+				// every other one: two entries are less than a line
+				// (TestUndoSize), so every line is hinted.
+				if k%2 == 0 && k+trimAhead < len(span) {
 					prefetch.Line(unsafe.Pointer(&span[k+trimAhead]))
 				}
 				if u := &span[k]; u.kind == undoCancel {
@@ -265,15 +252,27 @@ func (e *Engine) trimHist() {
 			}
 		}
 		for span := range h.taken.segs(b.taken, end.taken) {
-			for _, t := range span {
-				e.releaseHeld(t.rec, t.held)
-			}
+			e.releaseTaken(span)
 		}
 		h.ops.trim(end.ops)
 		h.taken.trim(end.taken)
 		h.expired.trim(end.expired)
 		h.sched.trim(end.sched)
 		h.blocks.trim(h.blocks.abs(1))
+	}
+}
+
+// releaseTaken frees the records of the fired timers of span, as
+// releaseHeld does, the common one (no bytes, no fees, an actor with other
+// records) without a call: one a fired timer, in every block.
+func (e *Engine) releaseTaken(span []takenRec) {
+	for _, t := range span {
+		if a := &e.actors.recs[t.held.actor]; t.held.data|t.held.fee == 0 && a.refs > 1 {
+			a.refs--
+			e.free.Push(t.rec)
+			continue
+		}
+		e.releaseHeld(t.rec, t.held)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -450,4 +451,10 @@ func TestFIFOBuf(t *testing.T) {
 		}
 	}
 	require.Zero(t, moves, "push compacted the buffer in steady state")
+}
+
+// TestUndoSize: trimHist hints the line of every other undo entry, which
+// reaches every line only while two entries fit in one (64 bytes).
+func TestUndoSize(t *testing.T) {
+	require.LessOrEqual(t, 2*unsafe.Sizeof(undo{}), uintptr(64))
 }
