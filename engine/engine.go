@@ -397,6 +397,7 @@ func (fifo) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	order := due.AppendVals(e.q.C, e.due[:0])
 	e.touchAll(order)
 	e.take(order)
+	e.keepTakenHeld(order)
 	for k := 0; k < len(order); {
 		k = e.fireRun(x, order, k)
 	}
@@ -443,7 +444,8 @@ func (e *Engine) fireRun(x Executor, order []uint32, k int) (next int) {
 }
 
 // fired tells the Observer of the fire just made of timer i, whose
-// history entry take made, and without a history frees its record.
+// history entry keepTakenHeld made, and without a history frees its
+// record.
 func (e *Engine) fired(i uint32) {
 	if e.obs != nil {
 		e.notifyFired()
@@ -458,12 +460,9 @@ func (e *Engine) fired(i uint32) {
 // lane's deferred list are marked for compactList to drop. It works in
 // passes over the list, each a short loop of independent loads, so that
 // the cache misses of many timers overlap instead of queueing one timer
-// at a time. It hands the timers to the history, if any, as keepTaken
-// does, with what each record holds (which no fire changes) noted now,
-// the record in hand: their fires retire nothing (fired).
+// at a time.
 func (e *Engine) take(due []uint32) {
 	tags := e.tags[:0]
-	var kept []takenRec // the history's entries for due[k:], in one chunk
 	for k, i := range due {
 		if k%4 == 0 {
 			e.prefetchRecs(due, k+takeAhead)
@@ -475,13 +474,6 @@ func (e *Engine) take(due []uint32) {
 			e.lane.reasons[at] = unlisted
 		}
 		r.at = 0
-		if e.hist != nil {
-			if len(kept) == 0 {
-				kept = e.hist.taken.extend(len(due) - k)
-			}
-			kept[0] = takenRec{rec: i, held: r.held()}
-			kept = kept[1:]
-		}
 	}
 	e.unindex(due, tags)
 	e.tags = tags[:0]

@@ -181,6 +181,21 @@ type keptTaken struct {
 // recs, before the first fires, and returns their entries: the k-th of
 // them then ends with retireTaken(kept, k).
 func (e *Engine) keepTaken(recs []uint32) keptTaken {
+	return e.keep(recs, false)
+}
+
+// keepTakenHeld is keepTaken for records that take just read: their
+// entries note at once what each holds, which no fire changes, and the
+// fires retire nothing (fired). A pass of its own: writing the entries in
+// take's loop, the one that waits on the records' misses, saved 6
+// instructions a timer at 10k pending, and at 1M looked slower (161
+// against 152 ns a timer, medians of 8 alternating rounds, on a machine
+// whose noise was as large).
+func (e *Engine) keepTakenHeld(recs []uint32) {
+	e.keep(recs, true)
+}
+
+func (e *Engine) keep(recs []uint32, held bool) keptTaken {
 	if e.hist == nil {
 		return keptTaken{}
 	}
@@ -190,6 +205,9 @@ func (e *Engine) keepTaken(recs []uint32) keptTaken {
 		c := t.extend(len(recs))
 		for j, i := range recs[:len(c)] {
 			c[j] = takenRec{rec: i}
+			if held {
+				c[j].held = e.recs.At(i).held()
+			}
 		}
 		recs = recs[len(c):]
 	}
