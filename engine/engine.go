@@ -613,11 +613,11 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	return e.height, nil
 }
 
-// schedule makes new timer i (from newRec, queued) pending for the open
-// transaction's actor after every check has passed.
-func (e *Engine) schedule(s *txState, at slot, i uint32, fee uint32) {
+// schedule makes new timer i, r (from newRec, queued) pending for the
+// open transaction's actor after every check has passed.
+func (e *Engine) schedule(s *txState, at slot, i uint32, r *rec, fee uint32) {
 	e.seq++
-	s.actorIdx = e.linkRec(i, at, fee, s.actorIdx, &s.actor)
+	s.actorIdx = e.linkRec(i, r, at, fee, s.actorIdx, &s.actor)
 	e.pushUndo(i, undoSchedule)
 }
 
@@ -626,15 +626,17 @@ func (e *Engine) schedule(s *txState, at slot, i uint32, fee uint32) {
 // id that found nothing). The caller places the record in the queue or on
 // the deferred list.
 func (e *Engine) addTimer(at slot, id *TimerID, height, seq uint64, handler, body []byte, fee, actorIdx uint32, actor *Address) uint32 {
-	i := e.newRec(id, height, seq, handler, body)
-	e.linkRec(i, at, fee, actorIdx, actor)
+	i, r := e.newRec(id, height, seq, handler, body)
+	e.linkRec(i, r, at, fee, actorIdx, actor)
 	return i
 }
 
 // newRec takes a record for a new timer and writes its own fields and its
 // handler and payload bytes; it links it to no actor, fee or index entry
-// yet (linkRec does), so that dropNewRec can give it back.
-func (e *Engine) newRec(id *TimerID, height, seq uint64, handler, body []byte) uint32 {
+// yet (linkRec does), so that dropNewRec can give it back. It returns the
+// record's index and the record, which its caller passes on: each lookup
+// of a slab's slot costs about 10 instructions.
+func (e *Engine) newRec(id *TimerID, height, seq uint64, handler, body []byte) (uint32, *rec) {
 	i := e.allocRec()
 	r := e.recs.At(i)
 	// Field by field, as in openTx: the literal would go through the stack.
@@ -645,7 +647,7 @@ func (e *Engine) newRec(id *TimerID, height, seq uint64, handler, body []byte) u
 		r.data = ref
 		*e.lens.At(i) = dataLen{uint32(len(handler)), uint32(len(body))}
 	}
-	return i
+	return i, r
 }
 
 // dropNewRec gives back record i from newRec, never linked (and no longer
@@ -655,11 +657,10 @@ func (e *Engine) dropNewRec(i uint32) {
 	e.free.Push(i)
 }
 
-// linkRec makes record i from newRec a pending timer: its fee, its
+// linkRec makes record i, r, from newRec a pending timer: its fee, its
 // actor's count and its id in the index (at is from a lookup of its id
 // that found nothing). It returns the actor's index.
-func (e *Engine) linkRec(i uint32, at slot, fee, actorIdx uint32, actor *Address) uint32 {
-	r := e.recs.At(i)
+func (e *Engine) linkRec(i uint32, r *rec, at slot, fee, actorIdx uint32, actor *Address) uint32 {
 	r.fee = fee
 	r.actor = e.actors.ref(actorIdx, actor)
 	e.actors.recs[r.actor].pending++
@@ -758,10 +759,9 @@ func (e *Engine) newQueue(c *ring.Chunks) (*calendar.Queue, error) {
 	return q, nil
 }
 
-// place puts pending timer i in the calendar queue, or on the lane's
+// place puts pending timer i, r, in the calendar queue, or on the lane's
 // deferred list if it is due already.
-func (e *Engine) place(i uint32) {
-	r := e.recs.At(i)
+func (e *Engine) place(i uint32, r *rec) {
 	if r.height <= e.height {
 		e.addDeferred(i)
 		return
@@ -825,11 +825,13 @@ const idPreLen = 136
 // A preimage whose payload is short is written to the hash in one piece:
 // each Write has a fixed cost that a short preimage pays three times.
 func (e *Engine) timerID(out *TimerID, actor *Address, height uint64, payload []byte, nonce uint64) {
-	copy(e.pre[:20], actor[:])
+	*(*Address)(e.pre[:20]) = *actor // moved in place: copy calls memmove
 	binary.BigEndian.PutUint64(e.pre[20:28], height)
 	e.keccak.Reset()
 	if n := 28 + len(payload); n+8 <= len(e.pre) {
-		copy(e.pre[28:], payload)
+		if len(payload) > 0 {
+			copy(e.pre[28:], payload)
+		}
 		binary.BigEndian.PutUint64(e.pre[n:], nonce)
 		e.keccak.Write(e.pre[:n+8])
 	} else {

@@ -562,8 +562,9 @@ func (e *Engine) requeue() {
 		if k+ahead < len(pending) { // in seq order, the records lie at random
 			e.prefetchRec(pending[k+ahead])
 		}
-		e.recs.At(i).at = 0
-		e.place(i)
+		r := e.recs.At(i)
+		r.at = 0
+		e.place(i, r)
 	}
 	q.Flush()
 }

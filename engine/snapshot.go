@@ -550,7 +550,7 @@ func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) (uint32, error) {
 		*e.lane.fees.At(fee) = t.fees
 	}
 	i := e.addTimer(at, &id, t.height, t.seq, t.handler, t.body, fee, ai, &t.actor)
-	e.place(i)
+	e.place(i, e.recs.At(i))
 	return i, nil
 }
 

@@ -142,8 +142,8 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 	// the probe that needs it. A duplicate takes both back.
 	at := slot{tag: e.ids.tag(&out.ID)}
 	e.ids.prefetch(at.tag)
-	i := e.newRec(&out.ID, height, e.seq, rt.handler, rt.body)
-	e.place(i) // height is in the future: the queue
+	i, r := e.newRec(&out.ID, height, e.seq, rt.handler, rt.body)
+	e.place(i, r) // height is in the future: the queue
 	var dup bool
 	if at, dup = e.ids.find(&out.ID, at.tag); dup {
 		e.unqueue(i, false)
@@ -155,7 +155,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 		fee = e.allocFee()
 		*e.lane.fees.At(fee) = stored
 	}
-	e.schedule(s, at, i, fee)
+	e.schedule(s, at, i, r, fee)
 	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
 	if out.Clamped {
 		if o, ok := e.obs.(LaneObserver); ok {
