@@ -46,6 +46,11 @@ type idIndex struct {
 	// when not asked for.
 	next      <-chan []uint64
 	nextSlots int
+
+	// calm is the most ids the index holds with nothing for putAt to do
+	// but store: no doubling to make ready, start or move. setCalm sets
+	// it at each change of those states; 0 while a doubling is under way.
+	calm int
 }
 
 // prepareFrom is the smallest table whose doubling is made ready ahead:
@@ -53,7 +58,23 @@ type idIndex struct {
 const prepareFrom = 1 << 17
 
 func newIDIndex(idOf func(uint32) *TimerID) idIndex {
-	return idIndex{slots: make([]uint64, 1024), mask: 1023, seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
+	x := idIndex{slots: make([]uint64, 1024), mask: 1023, seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
+	x.setCalm()
+	return x
+}
+
+// setCalm sets calm from the thresholds of putBusy: a table of len(slots)
+// is made ready ahead when it would hold more than 3/8 of them (from
+// prepareFrom slots on), and the doubling starts past 1/2.
+func (x *idIndex) setCalm() {
+	switch l := len(x.slots); {
+	case x.old != nil:
+		x.calm = 0
+	case x.next == nil && l >= prepareFrom:
+		x.calm = 3 * l / 8
+	default:
+		x.calm = l / 2
+	}
 }
 
 func (x *idIndex) tag(id *TimerID) uint64 {
@@ -150,8 +171,19 @@ func (x *idIndex) put(id *TimerID, rec uint32) {
 
 // putAt adds id -> rec at s, from a lookup of id that found nothing, with
 // no change to the index since. It starts a doubling when the index would
-// be more than half full, and moves some of a doubling under way.
+// be more than half full, and moves some of a doubling under way. Small
+// enough to inline for the common insert, which has none of that to do.
 func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
+	if x.n >= x.calm {
+		x.putBusy(s, id, rec)
+		return
+	}
+	x.slots[s.p] = s.tag<<32 | uint64(rec)
+	x.n++
+}
+
+// putBusy is putAt past calm.
+func (x *idIndex) putBusy(s slot, id *TimerID, rec uint32) {
 	if x.old == nil && x.next == nil && len(x.slots) >= prepareFrom && 8*(x.n+1) > 3*len(x.slots) {
 		// The inserts after a doubling write the new table at random:
 		// unmapped, its pages each made the first insert there wait for
@@ -168,6 +200,7 @@ func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
 	if x.old != nil {
 		x.moveSome()
 	}
+	x.setCalm()
 }
 
 // del removes id, which must be present.
@@ -383,6 +416,7 @@ func (x *idIndex) bytes() int { return 8 * (len(x.slots) + len(x.old) + x.nextSl
 // leaves no doubling under way.
 func (x *idIndex) reserve(n int) {
 	x.finishGrow()
+	defer x.setCalm()
 	size := len(x.slots)
 	for 2*n > size {
 		size *= 2

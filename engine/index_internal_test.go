@@ -381,6 +381,12 @@ func TestIndexPreparesItsDoubling(t *testing.T) {
 			}
 			slots, preparing := len(x.slots), x.next != nil
 			x.put(&ids[i], i)
+			if x.old == nil { // putAt's calm must not let a threshold pass
+				require.LessOrEqual(t, 2*x.n, len(x.slots), "over half full at %d ids, not growing", i)
+				if x.next == nil && len(x.slots) >= prepareFrom {
+					require.LessOrEqual(t, 8*x.n, 3*len(x.slots), "past three eighths at %d ids, the doubling not asked for", i)
+				}
+			}
 			switch {
 			case len(x.slots) != slots:
 				require.True(t, preparing || slots < prepareFrom, "a doubling of %d slots at %d ids was not made ready", slots, i)
