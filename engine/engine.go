@@ -825,7 +825,10 @@ const idPreLen = 136
 // A preimage whose payload is short is written to the hash in one piece:
 // each Write has a fixed cost that a short preimage pays three times.
 func (e *Engine) timerID(out *TimerID, actor *Address, height uint64, payload []byte, nonce uint64) {
-	*(*Address)(e.pre[:20]) = *actor // moved in place: copy calls memmove
+	// In three moves: copy, or an assignment of the array, calls memmove.
+	binary.LittleEndian.PutUint64(e.pre[0:8], binary.LittleEndian.Uint64(actor[0:8]))
+	binary.LittleEndian.PutUint64(e.pre[8:16], binary.LittleEndian.Uint64(actor[8:16]))
+	binary.LittleEndian.PutUint32(e.pre[16:20], binary.LittleEndian.Uint32(actor[16:20]))
 	binary.BigEndian.PutUint64(e.pre[20:28], height)
 	e.keccak.Reset()
 	if n := 28 + len(payload); n+8 <= len(e.pre) {
