@@ -613,14 +613,6 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 	return e.height, nil
 }
 
-// schedule makes new timer i, r (from newRec, queued) pending for the
-// open transaction's actor after every check has passed.
-func (e *Engine) schedule(s *txState, at slot, i uint32, r *rec, fee uint32) {
-	e.seq++
-	s.actorIdx = e.linkRec(i, r, at, fee, s.actorIdx, &s.actor)
-	e.pushUndo(i, undoSchedule)
-}
-
 // addTimer makes a new pending timer: its record, its handler and payload
 // bytes, its actor's count and its id in the index (at is from a lookup of
 // id that found nothing). The caller places the record in the queue or on
@@ -766,8 +758,12 @@ func (e *Engine) place(i uint32, r *rec) {
 		e.addDeferred(i)
 		return
 	}
-	r.at = uint32(e.q.Insert(r.entry(i)))
+	e.queue(i, r)
 }
+
+// queue puts pending timer i, r, whose height is in the future, in the
+// calendar queue.
+func (e *Engine) queue(i uint32, r *rec) { r.at = uint32(e.q.Insert(r.entry(i))) }
 
 // unqueue takes pending timer i out of the calendar queue, or off the
 // lane's deferred list. forGood says that its (height, seq) never returns

@@ -143,7 +143,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 	at := slot{tag: e.ids.tag(&out.ID)}
 	e.ids.prefetch(at.tag)
 	i, r := e.newRec(&out.ID, height, e.seq, rt.handler, rt.body)
-	e.place(i, r) // height is in the future: the queue
+	e.queue(i, r)
 	var dup bool
 	if at, dup = e.ids.find(&out.ID, at.tag); dup {
 		e.unqueue(i, false)
@@ -155,7 +155,10 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 		fee = e.allocFee()
 		*e.lane.fees.At(fee) = stored
 	}
-	e.schedule(s, at, i, r, fee)
+	// Every check has passed: the timer is the actor's, pending.
+	e.seq++
+	s.actorIdx = e.linkRec(i, r, at, fee, s.actorIdx, &s.actor)
+	e.pushUndo(i, undoSchedule)
 	out.Cost = Cost{Cycles: e.cfg.ScheduleCycles, Cells: uint64(len(payload))}
 	if out.Clamped {
 		if o, ok := e.obs.(LaneObserver); ok {
