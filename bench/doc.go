@@ -21,6 +21,9 @@
 //   - BenchmarkKeccak: keccak256 of a timer id's preimage, the floor of
 //     Schedule.
 //   - BenchmarkSchedule: one successful Schedule, pending count steady.
+//   - BenchmarkScheduleOverKeccak: Schedule's time less its Keccak's
+//     (over-keccak-ns/op), the two timed in alternating batches of 256 in
+//     one process, so that both run on the same machine.
 //   - BenchmarkCancel: one Cancel and its share of the Commit that unlinks
 //     it, 10k (warm) or 1M (cold) pending in the tier named.
 //   - BenchmarkEndBlock: one block's EndBlock, Commit and next BeginBlock;
@@ -60,4 +63,7 @@
 //
 //	go test -c -o new.test ./bench
 //	bench/instructions.sh ./new.test 'Hold/dist=bimodal/n=1000000/impl=calendar$'
+//
+// Its count covers the whole op, setup between timed parts included; TOP=N
+// lists the N functions that run the most, to compare two builds by.
 package bench
