@@ -686,9 +686,9 @@ const takeAhead = 4 * ahead
 func (e *Engine) prefetchRec(i uint32) { prefetch.Line(unsafe.Pointer(e.recs.At(i))) }
 
 // prefetchRecs starts loading the records recs[j:j+4] that exist. A pass
-// that calls it every fourth timer makes a fourth of the calls of one
-// that calls prefetchRec, and keeps its values in registers the more: the
-// compiler keeps none across the call of an assembly function.
+// that calls it every fourth timer makes a fourth of prefetchRec's calls,
+// and loses its registers a fourth as often: the compiler keeps no value
+// in a register across the call of an assembly function.
 func (e *Engine) prefetchRecs(recs []uint32, j int) {
 	if j+4 > len(recs) {
 		for ; j < len(recs); j++ {

@@ -280,9 +280,10 @@ func (e *Engine) trimHist() {
 	}
 }
 
-// releaseTaken frees the records of the fired timers of span, as
-// releaseHeld does, the common one (no bytes, no fees, an actor with other
-// records) without a call: one a fired timer, in every block.
+// releaseTaken frees the records of the fired timers of span as
+// releaseHeld does, and the common one (no bytes, no fees, an actor with
+// other records) without a call to it: trimHist frees a record for every
+// timer fired, every block.
 func (e *Engine) releaseTaken(span []takenRec) {
 	for _, t := range span {
 		if a := &e.actors.recs[t.held.actor]; t.held.data|t.held.fee == 0 && a.refs > 1 {

@@ -171,8 +171,8 @@ func (x *idIndex) put(id *TimerID, rec uint32) {
 
 // putAt adds id -> rec at s, from a lookup of id that found nothing, with
 // no change to the index since. It starts a doubling when the index would
-// be more than half full, and moves some of a doubling under way. Small
-// enough to inline for the common insert, which has none of that to do.
+// be more than half full, and moves some of a doubling under way. The
+// common insert, with none of that to do, tests one count (calm) for it.
 func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
 	if x.n >= x.calm {
 		x.putBusy(s, id, rec)
