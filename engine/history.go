@@ -17,9 +17,11 @@ import (
 //   - its timer operations in order, as undo entries: a timer added, a
 //     timer removed (cancelled or collected) or a timer extended;
 //   - the timers its end of block took to fire, in one list written before
-//     the fires, each entry completed with what its record holds as it
-//     fires (an undo entry appended at each fire costs the fire loop more);
-//     they are relinked after the block's operations are undone, which is
+//     the fires, each entry with what its record holds: under fifo written
+//     with the entry, from records take has just read; under the lane,
+//     whose records are not read before their fires, completed as each
+//     fires (an undo entry appended at each fire costs the fire loop more).
+//     They are relinked after the block's operations are undone, which is
 //     exact as no operation touches a timer once it is taken;
 //   - the fairness entries its window expiry dropped (the entries it added
 //     are the window's entries above the height before it).
@@ -113,8 +115,9 @@ func (f *fifoBuf[T]) trim(a uint64) {
 	}
 }
 
-// takenRec is a timer an end of block took to fire and, once it has
-// fired, what its record holds, so that freeing it reads no cold record.
+// takenRec is a timer an end of block took to fire and what its record
+// holds (under the lane, once it has fired), so that freeing it reads no
+// cold record.
 type takenRec struct {
 	rec  uint32
 	held holds
