@@ -15,9 +15,9 @@
 #
 # It prints instructions per op outside the runtime, the runtime's share
 # (the garbage collector's work varies between runs) and the functions
-# that execute the most: the first five, or $TOP of them. Needs valgrind (apt-get install
-# valgrind). GODEBUG=cpu.rdtscp=off: valgrind 3.19 does not decode the
-# RDTSCP the runtime uses for its clock.
+# that execute the most: the first five, or $TOP of them. Needs valgrind
+# (apt-get install valgrind). GODEBUG=cpu.rdtscp=off: valgrind 3.19 does
+# not decode the RDTSCP the runtime uses for its clock.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then

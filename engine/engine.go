@@ -806,10 +806,26 @@ func (e *Engine) release(i uint32) {
 // releaseHeld frees record i, which holds h, without reading it: the next
 // addTimer writes every field.
 func (e *Engine) releaseHeld(i uint32, h holds) {
+	if e.releasePlain(i, h) {
+		return
+	}
 	e.data.Free(h.data)
 	e.actors.unref(h.actor)
 	e.freeFee(h.fee)
 	e.free.Push(i)
+}
+
+// releasePlain is releaseHeld for the common record, small enough to
+// inline into a loop: one with no bytes and no fees, whose actor has other
+// records. It reports whether i was such a record, and freed.
+func (e *Engine) releasePlain(i uint32, h holds) bool {
+	a := &e.actors.recs[h.actor]
+	if h.data|h.fee != 0 || a.refs <= 1 {
+		return false
+	}
+	a.refs--
+	e.free.Push(i)
+	return true
 }
 
 // idPreLen bounds the id preimages timerID hashes in one Write: a 100-byte
@@ -892,6 +908,7 @@ func (e *Engine) bytesOf(i uint32, r *rec) (handler, payload []byte) {
 	return e.storedBytes(i, r)
 }
 
+// storedBytes is bytesOf for a record that holds bytes (r.data != 0).
 func (e *Engine) storedBytes(i uint32, r *rec) (handler, payload []byte) {
 	n := e.lens.At(i)
 	buf := e.data.Get(r.data, int(n.handler+n.payload))

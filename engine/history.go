@@ -283,18 +283,14 @@ func (e *Engine) trimHist() {
 	}
 }
 
-// releaseTaken frees the records of the fired timers of span as
-// releaseHeld does, and the common one (no bytes, no fees, an actor with
-// other records) without a call to it: trimHist frees a record for every
+// releaseTaken frees the records of the fired timers of span, the common
+// one without a call (releasePlain): trimHist frees a record for every
 // timer fired, every block.
 func (e *Engine) releaseTaken(span []takenRec) {
 	for _, t := range span {
-		if a := &e.actors.recs[t.held.actor]; t.held.data|t.held.fee == 0 && a.refs > 1 {
-			a.refs--
-			e.free.Push(t.rec)
-			continue
+		if !e.releasePlain(t.rec, t.held) {
+			e.releaseHeld(t.rec, t.held)
 		}
-		e.releaseHeld(t.rec, t.held)
 	}
 }
 

@@ -63,17 +63,21 @@ func newIDIndex(idOf func(uint32) *TimerID) idIndex {
 	return x
 }
 
-// setCalm sets calm from the thresholds of putBusy: a table of len(slots)
-// is made ready ahead when it would hold more than 3/8 of them (from
-// prepareFrom slots on), and the doubling starts past 1/2.
+// prepareAt and growAt are the most ids a table of l slots holds before
+// its doubling is made ready ahead (from prepareFrom slots on) and before
+// the doubling starts. l is a power of two: both are exact.
+func prepareAt(l int) int { return 3 * l / 8 }
+func growAt(l int) int    { return l / 2 }
+
+// setCalm sets calm from putBusy's thresholds.
 func (x *idIndex) setCalm() {
 	switch l := len(x.slots); {
 	case x.old != nil:
 		x.calm = 0
 	case x.next == nil && l >= prepareFrom:
-		x.calm = 3 * l / 8
+		x.calm = prepareAt(l)
 	default:
-		x.calm = l / 2
+		x.calm = growAt(l)
 	}
 }
 
@@ -184,14 +188,14 @@ func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
 
 // putBusy is putAt past calm.
 func (x *idIndex) putBusy(s slot, id *TimerID, rec uint32) {
-	if x.old == nil && x.next == nil && len(x.slots) >= prepareFrom && 8*(x.n+1) > 3*len(x.slots) {
+	if x.old == nil && x.next == nil && len(x.slots) >= prepareFrom && x.n+1 > prepareAt(len(x.slots)) {
 		// The inserts after a doubling write the new table at random:
 		// unmapped, its pages each made the first insert there wait for
 		// the kernel (BenchmarkGrowth's doubling-ms).
 		x.nextSlots = 2 * len(x.slots)
 		x.next = hugepage.MakeAhead[uint64](x.nextSlots)
 	}
-	if x.old == nil && 2*(x.n+1) > len(x.slots) {
+	if x.old == nil && x.n+1 > growAt(len(x.slots)) {
 		x.startGrow()
 		s, _ = x.find(id, s.tag)
 	}

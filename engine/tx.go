@@ -336,6 +336,8 @@ func (e *Engine) commitTx() {
 	e.closeTx()
 }
 
+// commitUndo is commitTx's work on a non-empty undo log: cancels leave
+// the queue for good, and the log goes to the history.
 func (e *Engine) commitUndo() {
 	for _, u := range e.undo {
 		if u.kind == undoCancel {
