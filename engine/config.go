@@ -23,7 +23,7 @@ type Config struct {
 
 	MaxTimersPerActor uint32 // CIP-5 §8: 1024
 	MaxPayloadBytes   uint32 // CIP-5 §4.2: 1 MiB
-	MaxHandlerBytes   uint32 // CIP-5 §4.2: 256
+	MaxHandlerBytes   uint32 // CIP-5 §4.2: 256 (a handler is part of its payload: any value is valid)
 
 	CyclesPerFire  uint64 // CIP-5 §5.2: cycles limit of a fire, 550,000
 	CellsPerFire   uint64 // CIP-5 §5.2: cells limit of a fire, 550,000
@@ -191,8 +191,6 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxPayloadBytes > MaxPayloadLimit:
 		return bad("max_payload_bytes", uint64(c.MaxPayloadBytes), fmt.Sprintf("must be <= %d", MaxPayloadLimit))
-	case c.MaxHandlerBytes > 1<<16:
-		return bad("max_handler_bytes", uint64(c.MaxHandlerBytes), "must be <= 65536")
 	case c.CyclesPerFire < 1:
 		return bad("cycles_per_fire", c.CyclesPerFire, "must be >= 1")
 	case c.CellsPerFire < 1:

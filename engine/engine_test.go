@@ -432,7 +432,6 @@ func TestConfigValidation(t *testing.T) {
 		{"epoch length zero", func(c *engine.Config) { c.EpochLength = 0 }, "epoch_length 0"},
 		{"no epochs", func(c *engine.Config) { c.EpochCount = 0 }, "epoch_count 0"},
 		{"payload over 1 MiB", func(c *engine.Config) { c.MaxPayloadBytes = 1<<20 + 1 }, "max_payload_bytes"},
-		{"handler over 64 KiB", func(c *engine.Config) { c.MaxHandlerBytes = 1<<16 + 1 }, "max_handler_bytes 65537"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

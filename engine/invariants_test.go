@@ -84,8 +84,8 @@ func TestInvConfigValidate(t *testing.T) {
 		{"payload limit 1 MiB", func(c *engine.Config) { c.MaxPayloadBytes = 1 << 20 }, true},
 		{"payload limit above 1 MiB", func(c *engine.Config) { c.MaxPayloadBytes = 1<<20 + 1 }, false},
 		{"handler limit 0", func(c *engine.Config) { c.MaxHandlerBytes = 0 }, true},
-		{"handler limit 65536", func(c *engine.Config) { c.MaxHandlerBytes = 1 << 16 }, true},
-		{"handler limit 65537", func(c *engine.Config) { c.MaxHandlerBytes = 1<<16 + 1 }, false},
+		{"handler limit 65537", func(c *engine.Config) { c.MaxHandlerBytes = 1<<16 + 1 }, true},
+		{"handler limit 2^32-1", func(c *engine.Config) { c.MaxHandlerBytes = 1<<32 - 1 }, true},
 		{"cycles per fire 0", func(c *engine.Config) { c.CyclesPerFire = 0 }, false},
 		{"cells per fire 0", func(c *engine.Config) { c.CellsPerFire = 0 }, false},
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/epoch"
@@ -208,27 +209,36 @@ func (rn *runner) config(c *trace.Config) error {
 	for _, f := range []struct {
 		key string
 		u64 *uint64
-		u32 *uint32
 	}{
-		{"ring_size", &rn.cfg.RingSize, nil},
-		{"epoch_length", &rn.cfg.EpochLength, nil},
-		{"epoch_count", &rn.cfg.EpochCount, nil},
-		{"max_handler_bytes", nil, &rn.cfg.MaxHandlerBytes},
+		{"ring_size", &rn.cfg.RingSize},
+		{"epoch_length", &rn.cfg.EpochLength},
+		{"epoch_count", &rn.cfg.EpochCount},
 	} {
-		v, ok := c.Ints[f.key]
-		switch {
-		case !ok:
-		case f.u64 != nil:
+		if v, ok := c.Ints[f.key]; ok {
 			*f.u64 = v
-		case v > 1<<32-1:
-			return rn.fail("config: %s %d: out of range", f.key, v)
-		default:
-			*f.u32 = uint32(v)
 		}
 	}
+	rn.defaultLayout(c.Ints)
 	rn.withinStorage(c.Ints)
 	_, err := rn.engine()
 	return err
+}
+
+// defaultLayout fits the layout's defaults to what the trace set: an
+// epoch_length left out is at most the ring_size set, and a ring_size left
+// out is at least the epoch_length set (the next power of two), so that a
+// trace setting one of them alone, within FORMAT.md's bounds, runs. The
+// layout changes no event (docs/SPEC.md §11).
+func (rn *runner) defaultLayout(ints map[string]uint64) {
+	c := &rn.cfg
+	_, ring := ints["ring_size"]
+	_, length := ints["epoch_length"]
+	switch {
+	case ring && !length:
+		c.EpochLength = max(1, min(c.EpochLength, c.RingSize))
+	case length && !ring && c.EpochLength > c.RingSize:
+		c.RingSize = 1 << bits.Len64(c.EpochLength-1)
+	}
 }
 
 // withinStorage brings the configuration's values that FORMAT.md leaves
@@ -246,6 +256,11 @@ func (rn *runner) withinStorage(ints map[string]uint64) {
 	c.EpochCount = min(c.EpochCount, epoch.MaxCount)
 	if v, ok := ints["max_timers_per_actor"]; ok {
 		c.MaxTimersPerActor = uint32(min(v, 1<<32-1))
+	}
+	if v, ok := ints["max_handler_bytes"]; ok {
+		// A handler is part of its payload: past 2^32-1 bytes, no
+		// limit can refuse one.
+		c.MaxHandlerBytes = uint32(min(v, 1<<32-1))
 	}
 	if v, ok := ints["max_payload_bytes"]; ok {
 		c.MaxPayloadBytes = uint32(min(v, engine.MaxPayloadLimit))

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
@@ -91,8 +92,8 @@ func TestBeyondStorageBounds(t *testing.T) {
 		}
 		return out.String()
 	}
-	beyond := run(`{"op":"config","ring_size":1073741824,"epoch_length":1048576,"epoch_count":2097152,"max_timers_per_actor":1099511627776,"max_payload_bytes":2097152}`)
-	largest := run(`{"op":"config","ring_size":16777216,"epoch_length":1048576,"epoch_count":1048576,"max_timers_per_actor":4294967295,"max_payload_bytes":1048576}`)
+	beyond := run(`{"op":"config","ring_size":1073741824,"epoch_length":1048576,"epoch_count":2097152,"max_timers_per_actor":1099511627776,"max_payload_bytes":2097152,"max_handler_bytes":9223372036854775807}`)
+	largest := run(`{"op":"config","ring_size":16777216,"epoch_length":1048576,"epoch_count":1048576,"max_timers_per_actor":4294967295,"max_payload_bytes":1048576,"max_handler_bytes":4294967295}`)
 	if beyond != largest || strings.Count(beyond, `"ev":"fire"`) != 2 {
 		t.Fatalf("beyond the bounds:\n%s\nat them:\n%s", beyond, largest)
 	}
@@ -103,5 +104,75 @@ func TestBeyondStorageBounds(t *testing.T) {
 	var te *trace.Error
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "line 3: calls[0]: a payload of 1048577 bytes: max_payload_bytes 2097152 allows it") {
 		t.Fatalf("err = %v, want a trace error naming both bounds", err)
+	}
+}
+
+// TestLayoutDefaultsFitWhatIsSet: a config that sets ring_size or
+// epoch_length alone, within FORMAT.md's bounds, runs, its other value
+// fitted to it, and prints what the default layout prints (a layout
+// changes no event; roots included); one that sets both out of bounds is
+// still an error.
+func TestLayoutDefaultsFitWhatIsSet(t *testing.T) {
+	const body = "{\"op\":\"block\",\"height\":1}\n" +
+		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":3},{"call":"schedule","height":70000,"payload":"0x01"}]}` +
+		"\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":70000}\n"
+	var want strings.Builder
+	if err := Run(strings.NewReader(body), &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		config string
+		ok     bool
+	}{
+		{`{"op":"config","ring_size":2}`, true},
+		{`{"op":"config","ring_size":512}`, true},
+		{`{"op":"config","epoch_length":8192}`, true},
+		{`{"op":"config","epoch_length":5000}`, true},
+		{`{"op":"config","epoch_length":1,"epoch_count":1}`, true},
+		{`{"op":"config","ring_size":3}`, false},
+		{`{"op":"config","ring_size":0}`, false},
+		{`{"op":"config","epoch_length":0}`, false},
+		{`{"op":"config","ring_size":2,"epoch_length":4}`, false},
+	} {
+		var out strings.Builder
+		err := Run(strings.NewReader(tc.config+"\n"+body), &out)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", tc.config, err)
+		case tc.ok && out.String() != want.String():
+			t.Errorf("%s: printed\n%s\nwant\n%s", tc.config, out.String(), want.String())
+		case !tc.ok && err == nil:
+			t.Errorf("%s: accepted", tc.config)
+		}
+	}
+}
+
+// TestHandlerLimitAboveAnyPayload: max_handler_bytes has no upper bound
+// (FORMAT.md bounds only the layout): a trace may raise it for room, and a
+// handler longer than the default 256 bytes then routes.
+func TestHandlerLimitAboveAnyPayload(t *testing.T) {
+	handler := strings.Repeat("h", 300)
+	payload := `{"_handler":"` + handler + `","_payload":""}`
+	tr := "{\"op\":\"block\",\"height\":1}\n" +
+		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"payload":"0x` + hex.EncodeToString([]byte(payload)) + `"}]}` +
+		"\n{\"op\":\"end\"}\n{\"op\":\"block\",\"height\":2}\n{\"op\":\"end\"}\n"
+	for _, tc := range []struct {
+		config string
+		fires  bool
+	}{
+		{"", false},
+		{`{"op":"config","max_handler_bytes":300}` + "\n", true},
+		{`{"op":"config","max_handler_bytes":1000000}` + "\n", true},
+		{`{"op":"config","max_handler_bytes":9223372036854775807}` + "\n", true},
+	} {
+		var out strings.Builder
+		if err := Run(strings.NewReader(tc.config+tr), &out); err != nil {
+			t.Fatalf("%q: %v", tc.config, err)
+		}
+		fired := strings.Contains(out.String(), `"handler":"`+handler+`"`)
+		refused := strings.Contains(out.String(), `"error":"InvalidHandler"`)
+		if fired != tc.fires || refused == tc.fires {
+			t.Errorf("%q: printed\n%s", tc.config, out.String())
+		}
 	}
 }
