@@ -213,6 +213,8 @@ func FuzzTraceParser(f *testing.F) {
 		`{"op":"handler","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","handler":"\u0001\"","calls":[]}`,
 		`{"op":"block","height":1}` + "\n" + `{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"payload":"0x7b225f68616e646c6572223a225c7530303031225c5c222c225f7061796c6f6164223a22227d"}]}` + "\n" + `{"op":"end"}` + "\n" + `{"op":"block","height":2}` + "\n" + `{"op":"end"}`,
 		"{\"op\":\"end\"}\r\n\xff\xfe",
+		`{"op":"config","ring_size":2}` + "\n" + `{"op":"advance","to":3}`,
+		`{"op":"config","epoch_length":5000,"max_handler_bytes":9223372036854775807}` + "\n" + `{"op":"block","height":1}` + "\n" + `{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"payload":"0x7b225f68616e646c6572223a227469636b222c225f7061796c6f6164223a22227d"}]}` + "\n" + `{"op":"end"}` + "\n" + `{"op":"advance","to":3}`,
 	} {
 		f.Add([]byte(s))
 	}
