@@ -525,24 +525,32 @@ func (f executorFunc) Execute(tx engine.Tx, d *engine.Delivery) (engine.Usage, e
 
 // TestTimerIDPreimage checks ids against keccak256(actor || height ||
 // payload || nonce) computed apart, for payloads on both sides of the
-// length up to which the engine hashes the preimage in one piece.
+// length up to which the engine hashes the preimage in one piece, with
+// every byte of the actor, the height and the nonce different (the engine
+// packs them into words).
 func TestTimerIDPreimage(t *testing.T) {
-	for _, n := range []int{0, 1, 99, 100, 101, 135, 136, 1000} {
-		e := newEngine(t, nil)
-		require.NoError(t, e.BeginBlock(1))
-		const nonce, height = 0x0102030405060708, 0x1122334455667788
-		tx, err := e.Begin(actorA, nonce)
-		require.NoError(t, err)
-		payload := bytes.Repeat([]byte{0xab}, n)
-		id, _, err := tx.Schedule(height, payload)
-		require.NoError(t, err)
-		require.NoError(t, tx.Commit())
+	var distinct engine.Address
+	for i := range distinct {
+		distinct[i] = byte(0xc1 + i)
+	}
+	for _, actor := range []engine.Address{actorA, distinct} {
+		for _, n := range []int{0, 1, 7, 8, 32, 99, 100, 101, 135, 136, 1000} {
+			e := newEngine(t, nil)
+			require.NoError(t, e.BeginBlock(1))
+			const nonce, height = 0x0102030405060708, 0x1122334455667788
+			tx, err := e.Begin(actor, nonce)
+			require.NoError(t, err)
+			payload := bytes.Repeat([]byte{0xab}, n)
+			id, _, err := tx.Schedule(height, payload)
+			require.NoError(t, err)
+			require.NoError(t, tx.Commit())
 
-		h := sha3.NewLegacyKeccak256()
-		h.Write(actorA[:])
-		h.Write(binary.BigEndian.AppendUint64(nil, height))
-		h.Write(payload)
-		h.Write(binary.BigEndian.AppendUint64(nil, nonce))
-		require.Equal(t, h.Sum(nil), id[:], "payload of %d bytes", n)
+			h := sha3.NewLegacyKeccak256()
+			h.Write(actor[:])
+			h.Write(binary.BigEndian.AppendUint64(nil, height))
+			h.Write(payload)
+			h.Write(binary.BigEndian.AppendUint64(nil, nonce))
+			require.Equal(t, h.Sum(nil), id[:], "actor %x, payload of %d bytes", actor, n)
+		}
 	}
 }

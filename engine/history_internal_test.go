@@ -458,3 +458,10 @@ func TestFIFOBuf(t *testing.T) {
 func TestUndoSize(t *testing.T) {
 	require.LessOrEqual(t, 2*unsafe.Sizeof(undo{}), uintptr(64))
 }
+
+// TestPreimageAligned: timerID writes the id preimage in 8-byte words at
+// multiples of 8, which keeps each store inside one cache line only while
+// the buffer itself starts at a multiple of 8 (an allocation does).
+func TestPreimageAligned(t *testing.T) {
+	require.Zero(t, unsafe.Offsetof(Engine{}.pre)%8)
+}
