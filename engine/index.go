@@ -131,15 +131,6 @@ func (x *idIndex) table(s slot) ([]uint64, uint64) {
 	return x.slots, x.mask
 }
 
-// prefetch starts loading the first slot a probe for tag reads, in each
-// table.
-func (x *idIndex) prefetch(tag uint64) {
-	if x.old != nil {
-		prefetch.Line(unsafe.Pointer(&x.old[tag&x.oldMask]))
-	}
-	prefetch.Line(unsafe.Pointer(&x.slots[tag&x.mask]))
-}
-
 // prefetchRun is prefetchRunIn in each table.
 func (x *idIndex) prefetchRun(tag uint64) {
 	if x.old != nil {
