@@ -21,7 +21,8 @@ const MaxLen = 1 << maxShift
 
 type class struct {
 	size    int
-	perChk  int
+	perChk  int  // items per chunk, a power of two, as size is
+	chkBits uint // log2(perChk): an item's chunk is its index >> chkBits
 	chunks  [][]byte
 	free    []uint32 // freed item indices
 	next    uint32   // items handed out at least once
@@ -49,6 +50,9 @@ func (p *Pool) Alloc(n int) (uint32, []byte) {
 	if cl.size == 0 {
 		cl.size = 1 << (c + minShift)
 		cl.perChk = max(1, chunkBytes/cl.size)
+		// A shift and a mask where a division took 10 to 20 cycles, on
+		// every Alloc and Get (Schedule and end of block, per payload).
+		cl.chkBits = uint(bits.TrailingZeros(uint(cl.perChk)))
 	}
 	var it uint32
 	if k := len(cl.free); k > 0 {
@@ -59,7 +63,7 @@ func (p *Pool) Alloc(n int) (uint32, []byte) {
 		if it >= 1<<idxBits-1 {
 			panic("bytepool: class full")
 		}
-		if int(it)/cl.perChk == len(cl.chunks) {
+		if int(it>>cl.chkBits) == len(cl.chunks) {
 			cl.chunks = append(cl.chunks, make([]byte, cl.perChk*cl.size))
 			cl.byteCap += cl.perChk * cl.size
 		}
@@ -78,10 +82,10 @@ func (p *Pool) NextAddr(n int) unsafe.Pointer {
 	if k := len(cl.free); k > 0 {
 		it = int(cl.free[k-1])
 	}
-	if cl.size == 0 || it/cl.perChk >= len(cl.chunks) {
+	if cl.size == 0 || it>>cl.chkBits >= len(cl.chunks) {
 		return nil
 	}
-	return unsafe.Pointer(&cl.chunks[it/cl.perChk][(it%cl.perChk)*cl.size])
+	return unsafe.Pointer(&cl.chunks[it>>cl.chkBits][(it&(cl.perChk-1))*cl.size])
 }
 
 // Get returns the n bytes stored under ref.
@@ -91,8 +95,8 @@ func (p *Pool) Get(ref uint32, n int) []byte {
 	}
 	cl := &p.classes[ref>>idxBits]
 	it := int(ref&(1<<idxBits-1)) - 1
-	off := (it % cl.perChk) * cl.size
-	return cl.chunks[it/cl.perChk][off : off+n : off+n]
+	off := (it & (cl.perChk - 1)) * cl.size
+	return cl.chunks[it>>cl.chkBits][off : off+n : off+n]
 }
 
 // Free releases ref for reuse. Free(0) does nothing.
