@@ -807,9 +807,13 @@ func (e *Engine) release(i uint32) {
 // releaseHeld frees record i, which holds h, without reading it: the next
 // addTimer writes every field.
 func (e *Engine) releaseHeld(i uint32, h holds) {
-	if e.releasePlain(i, h) {
-		return
+	if !e.releasePlain(i, h) {
+		e.releaseRest(i, h)
 	}
+}
+
+// releaseRest is releaseHeld for a record releasePlain refused.
+func (e *Engine) releaseRest(i uint32, h holds) {
 	e.data.Free(h.data)
 	e.actors.unref(h.actor)
 	e.freeFee(h.fee)
@@ -855,17 +859,18 @@ func (e *Engine) timerID(out *TimerID, actor *Address, height uint64, payload []
 		le.PutUint64(e.pre[24:32], hb>>32|nb<<32)
 		le.PutUint32(e.pre[32:36], uint32(nb>>32))
 		e.keccak.Write(e.pre[:36])
-	} else if n := 28 + len(payload); n+8 <= len(e.pre) {
-		le.PutUint32(e.pre[24:28], uint32(hb>>32))
-		copy(e.pre[28:], payload)
-		binary.BigEndian.PutUint64(e.pre[n:], nonce)
-		e.keccak.Write(e.pre[:n+8])
 	} else {
 		le.PutUint32(e.pre[24:28], uint32(hb>>32))
-		binary.BigEndian.PutUint64(e.nonce[:], nonce)
-		e.keccak.Write(e.pre[:28])
-		e.keccak.Write(payload)
-		e.keccak.Write(e.nonce[:])
+		if n := 28 + len(payload); n+8 <= len(e.pre) {
+			copy(e.pre[28:], payload)
+			binary.BigEndian.PutUint64(e.pre[n:], nonce)
+			e.keccak.Write(e.pre[:n+8])
+		} else {
+			binary.BigEndian.PutUint64(e.nonce[:], nonce)
+			e.keccak.Write(e.pre[:28])
+			e.keccak.Write(payload)
+			e.keccak.Write(e.nonce[:])
+		}
 	}
 	// Into the engine's buffer: a caller's array passed through the
 	// interface would escape to the heap on every call. Reading the sponge

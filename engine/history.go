@@ -289,7 +289,7 @@ func (e *Engine) trimHist() {
 func (e *Engine) releaseTaken(span []takenRec) {
 	for _, t := range span {
 		if !e.releasePlain(t.rec, t.held) {
-			e.releaseHeld(t.rec, t.held)
+			e.releaseRest(t.rec, t.held)
 		}
 	}
 }

@@ -50,8 +50,10 @@ func (p *Pool) Alloc(n int) (uint32, []byte) {
 	if cl.size == 0 {
 		cl.size = 1 << (c + minShift)
 		cl.perChk = max(1, chunkBytes/cl.size)
-		// A shift and a mask where a division took 10 to 20 cycles, on
-		// every Alloc and Get (Schedule and end of block, per payload).
+		// A shift and a mask where a division was, on every Alloc, Get
+		// and NextAddr (Schedule and end of block, per payload):
+		// Schedule with a 32-byte payload, 0.299 -> 0.275 of its Keccak
+		// (BenchmarkScheduleOverKeccak, README).
 		cl.chkBits = uint(bits.TrailingZeros(uint(cl.perChk)))
 	}
 	var it uint32
