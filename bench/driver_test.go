@@ -53,6 +53,11 @@ func newEngineDepth(tb testing.TB, depth uint64) *engine.Engine {
 	return e
 }
 
+// delayCount is the length of a steady driver's table of delays, a power of
+// two: the index is a mask, where a table of any length took a 64-bit
+// division, in the time of every Schedule the driver makes.
+const delayCount = 1 << 16
+
 // steady drives an engine through blocks that each schedule perBlock timers
 // at delays spread over 1..2d-1 and fire what is due, so that about
 // perBlock*d timers stay pending and as many fire as are scheduled.
@@ -61,7 +66,7 @@ type steady struct {
 	e       *engine.Engine
 	tx      engine.Tx // zero (closed) between transactions
 	payload []byte
-	delays  []uint64
+	delays  *[delayCount]uint64
 	nonce   uint64 // each schedule has its own, so no id repeats
 	actor   int
 	inTx    int
@@ -74,7 +79,7 @@ type steady struct {
 func newSteady(tb testing.TB, pending int, payload []byte) *steady {
 	d := uint64(max(1, pending/perBlock))
 	r := rand.New(rand.NewPCG(5, 6))
-	s := &steady{tb: tb, e: newEngine(tb), payload: payload, delays: make([]uint64, 1<<16)}
+	s := &steady{tb: tb, e: newEngine(tb), payload: payload, delays: new([delayCount]uint64)}
 	for k := range s.delays {
 		s.delays[k] = 1 + r.Uint64N(2*d-1)
 	}
@@ -104,7 +109,7 @@ func (s *steady) schedule() {
 	}
 	s.nonce++
 	s.tx.SetNonce(s.nonce)
-	h := s.e.Height() + s.delays[s.nonce%uint64(len(s.delays))]
+	h := s.e.Height() + s.delays[s.nonce%delayCount]
 	if _, _, err := s.tx.Schedule(h, s.payload); err != nil {
 		s.tb.Fatal(err)
 	}
