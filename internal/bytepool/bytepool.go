@@ -2,6 +2,9 @@
 // power-of-two size classes carved from large chunks, with a free list per
 // class, so that storing and freeing payloads allocates nothing in steady
 // state. A string is named by a uint32 reference; 0 names the empty string.
+// Each string carries a 64-bit tag its owner chooses, kept beside its
+// class's items: the engine keeps there the split of a timer's bytes into
+// handler and payload, which a timer without bytes then does not pay for.
 package bytepool
 
 import (
@@ -24,8 +27,9 @@ type class struct {
 	perChk  int  // items per chunk, a power of two, as size is
 	chkBits uint // log2(perChk): an item's chunk is its index >> chkBits
 	chunks  [][]byte
-	free    []uint32 // freed item indices
-	next    uint32   // items handed out at least once
+	tags    [][]uint64 // tags[k][j]: the tag of item k<<chkBits | j
+	free    []uint32   // freed item indices
+	next    uint32     // items handed out at least once
 	inUse   int
 	byteCap int
 }
@@ -42,9 +46,9 @@ func classOf(n int) int {
 	return bits.Len(uint(n-1)) - minShift
 }
 
-// Alloc reserves room for n bytes (0 < n <= MaxLen) and returns its
-// reference and the n-byte buffer to fill.
-func (p *Pool) Alloc(n int) (uint32, []byte) {
+// Alloc reserves room for n bytes (0 < n <= MaxLen) tagged with tag and
+// returns its reference and the n-byte buffer to fill.
+func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 	c := classOf(n)
 	cl := &p.classes[c]
 	if cl.size == 0 {
@@ -67,27 +71,47 @@ func (p *Pool) Alloc(n int) (uint32, []byte) {
 		}
 		if int(it>>cl.chkBits) == len(cl.chunks) {
 			cl.chunks = append(cl.chunks, make([]byte, cl.perChk*cl.size))
-			cl.byteCap += cl.perChk * cl.size
+			cl.tags = append(cl.tags, make([]uint64, cl.perChk))
+			cl.byteCap += cl.perChk * (cl.size + 8)
 		}
 		cl.next++
 	}
 	cl.inUse++
-	ref := uint32(c)<<idxBits | (it + 1)
-	return ref, p.Get(ref, n)
+	k, off := it>>cl.chkBits, int(it&uint32(cl.perChk-1))
+	cl.tags[k][off] = tag
+	off *= cl.size
+	return uint32(c)<<idxBits | (it + 1), cl.chunks[k][off : off+n : off+n]
 }
 
-// NextAddr is where the buffer of the next Alloc(n) starts, if its
-// memory exists yet, else nil (0 < n <= MaxLen): the address to prefetch.
-func (p *Pool) NextAddr(n int) unsafe.Pointer {
+// NextAddr is where the buffer of the next Alloc(n) starts and where its
+// tag is, if their memory exists yet, else nil (0 < n <= MaxLen): the
+// addresses to prefetch.
+func (p *Pool) NextAddr(n int) (buf, tag unsafe.Pointer) {
 	cl := &p.classes[classOf(n)]
 	it := int(cl.next)
 	if k := len(cl.free); k > 0 {
 		it = int(cl.free[k-1])
 	}
 	if cl.size == 0 || it>>cl.chkBits >= len(cl.chunks) {
-		return nil
+		return nil, nil
 	}
-	return unsafe.Pointer(&cl.chunks[it>>cl.chkBits][(it&(cl.perChk-1))*cl.size])
+	k, j := it>>cl.chkBits, it&(cl.perChk-1)
+	return unsafe.Pointer(&cl.chunks[k][j*cl.size]), unsafe.Pointer(&cl.tags[k][j])
+}
+
+// Load returns the tag of ref and its item's whole room, the class's
+// size, of which the string is a prefix: for an owner whose tag says the
+// string's length, one lookup where Get and a tag's would make two. The
+// empty string's tag is 0 and its room empty.
+func (p *Pool) Load(ref uint32) (tag uint64, room []byte) {
+	if ref == 0 {
+		return 0, nil
+	}
+	cl := &p.classes[ref>>idxBits]
+	it := int(ref&(1<<idxBits-1)) - 1
+	k, j := it>>cl.chkBits, it&(cl.perChk-1)
+	off := j * cl.size
+	return cl.tags[k][j], cl.chunks[k][off : off+cl.size : off+cl.size]
 }
 
 // Get returns the n bytes stored under ref.
@@ -111,7 +135,8 @@ func (p *Pool) Free(ref uint32) {
 	cl.inUse--
 }
 
-// Bytes is the memory the pool holds in chunks.
+// Bytes is the memory the pool holds in chunks, their items' tags
+// included.
 func (p *Pool) Bytes() int {
 	n := 0
 	for i := range p.classes {

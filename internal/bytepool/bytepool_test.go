@@ -18,7 +18,7 @@ func TestClassBoundaries(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var p Pool
-		ref, buf := p.Alloc(tc.n)
+		ref, buf := p.Alloc(tc.n, 0)
 		if ref == 0 {
 			t.Errorf("Alloc(%d) returned the empty reference", tc.n)
 		}
@@ -28,8 +28,9 @@ func TestClassBoundaries(t *testing.T) {
 		if got := 1 << (classOf(tc.n) + minShift); got != tc.classSize {
 			t.Errorf("class of %d has size %d, want %d", tc.n, got, tc.classSize)
 		}
-		// The pool holds whole chunks of the class: at least one item.
-		if want := max(chunkBytes, tc.classSize); p.Bytes() != want {
+		// The pool holds whole chunks of the class, at least one item,
+		// and an 8-byte tag for each item.
+		if want := max(1, chunkBytes/tc.classSize) * (tc.classSize + 8); p.Bytes() != want {
 			t.Errorf("Alloc(%d): Bytes %d, want %d", tc.n, p.Bytes(), want)
 		}
 		// Every byte of the buffer is usable and read back through Get.
@@ -47,15 +48,15 @@ func TestEmptyReference(t *testing.T) {
 	if b := p.Get(0, 0); len(b) != 0 {
 		t.Fatalf("Get(0, 0) = %q", b)
 	}
-	r1, _ := p.Alloc(1)
+	r1, _ := p.Alloc(1, 0)
 	p.Free(0) // no-op
 	p.Free(0)
-	r2, b2 := p.Alloc(1)
+	r2, b2 := p.Alloc(1, 0)
 	if r2 == r1 || r2 == 0 {
 		t.Fatalf("after Free(0): Alloc gave %d (first was %d)", r2, r1)
 	}
 	b2[0] = 1 // a real, writable slot
-	if p.Bytes() != chunkBytes {
+	if p.Bytes() != chunkBytes/16*(16+8) {
 		t.Fatalf("Bytes %d after two small allocations", p.Bytes())
 	}
 }
@@ -76,14 +77,14 @@ func TestFreeReuse(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var p Pool
-			keep, kb := p.Alloc(tc.n) // a neighbour that must not be disturbed
+			keep, kb := p.Alloc(tc.n, 0) // a neighbour that must not be disturbed
 			for i := range kb {
 				kb[i] = 0xA5
 			}
-			ref, _ := p.Alloc(tc.n)
+			ref, _ := p.Alloc(tc.n, 0)
 			bytesBefore := p.Bytes()
 			p.Free(ref)
-			ref2, buf := p.Alloc(tc.m)
+			ref2, buf := p.Alloc(tc.m, 0)
 			if (ref2 == ref) != tc.reused {
 				t.Fatalf("Alloc(%d) after Free of Alloc(%d): ref %d, first %d, want reuse=%v", tc.m, tc.n, ref2, ref, tc.reused)
 			}
@@ -104,18 +105,18 @@ func TestFreeReuse(t *testing.T) {
 
 func TestFreeIsLIFO(t *testing.T) {
 	var p Pool
-	a, _ := p.Alloc(8)
-	b, _ := p.Alloc(8)
-	c, _ := p.Alloc(8)
+	a, _ := p.Alloc(8, 0)
+	b, _ := p.Alloc(8, 0)
+	c, _ := p.Alloc(8, 0)
 	p.Free(a)
 	p.Free(c)
-	if got, _ := p.Alloc(8); got != c {
+	if got, _ := p.Alloc(8, 0); got != c {
 		t.Fatalf("first reuse %d, want %d (last freed)", got, c)
 	}
-	if got, _ := p.Alloc(8); got != a {
+	if got, _ := p.Alloc(8, 0); got != a {
 		t.Fatalf("second reuse %d, want %d", got, a)
 	}
-	if got, _ := p.Alloc(8); got == a || got == b || got == c {
+	if got, _ := p.Alloc(8, 0); got == a || got == b || got == c {
 		t.Fatalf("new slot %d collides with a live one", got)
 	}
 }
@@ -128,6 +129,7 @@ func TestContentsPreserved(t *testing.T) {
 	type live struct {
 		ref  uint32
 		data []byte
+		tag  uint64
 	}
 	var all []live
 	liveRefs := map[uint32]bool{}
@@ -139,6 +141,10 @@ func TestContentsPreserved(t *testing.T) {
 			if !bytes.Equal(got, all[k].data) {
 				t.Fatalf("step %d: string %d changed", step, all[k].ref)
 			}
+			tag, room := p.Load(all[k].ref)
+			if tag != all[k].tag || !bytes.Equal(room[:len(all[k].data)], all[k].data) || len(room) != 1<<(classOf(len(all[k].data))+minShift) {
+				t.Fatalf("step %d: string %d loads tag %#x and %d bytes of room; want %#x and its class's", step, all[k].ref, tag, len(room), all[k].tag)
+			}
 			p.Free(all[k].ref)
 			delete(liveRefs, all[k].ref)
 			all[k] = all[len(all)-1]
@@ -149,7 +155,8 @@ func TestContentsPreserved(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			n = 1 + rng.IntN(n)
 		}
-		ref, buf := p.Alloc(n)
+		tag := rng.Uint64()
+		ref, buf := p.Alloc(n, tag)
 		data := make([]byte, n)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
@@ -161,39 +168,42 @@ func TestContentsPreserved(t *testing.T) {
 			t.Fatalf("step %d: Alloc returned the live reference %d", step, ref)
 		}
 		liveRefs[ref] = true
-		all = append(all, live{ref, data})
+		all = append(all, live{ref, data, tag})
 	}
 	for _, l := range all {
-		if !bytes.Equal(p.Get(l.ref, len(l.data)), l.data) {
+		if tag, _ := p.Load(l.ref); !bytes.Equal(p.Get(l.ref, len(l.data)), l.data) || tag != l.tag {
 			t.Fatalf("string %d changed", l.ref)
 		}
 	}
+	if tag, room := p.Load(0); tag != 0 || len(room) != 0 {
+		t.Fatalf("the empty string loads tag %#x and %d bytes", tag, len(room))
+	}
 }
 
-// TestNextAddr: NextAddr is where the next Alloc's buffer starts, whether
-// it comes from the free list or is the class's next unused item, and nil
-// before the class has memory; it changes nothing.
+// TestNextAddr: NextAddr is where the next Alloc's buffer starts and where
+// its tag is, whether it comes from the free list or is the class's next
+// unused item, and nil before the class has memory; it changes nothing.
 func TestNextAddr(t *testing.T) {
 	var p Pool
 	for _, n := range []int{1, 16, 17, 1000, MaxLen} {
-		if a := p.NextAddr(n); a != nil {
-			t.Fatalf("NextAddr(%d) = %p before any Alloc, want nil", n, a)
+		if a, tag := p.NextAddr(n); a != nil || tag != nil {
+			t.Fatalf("NextAddr(%d) = %p, %p before any Alloc, want nil", n, a, tag)
 		}
 	}
-	ref, buf := p.Alloc(20)
+	ref, buf := p.Alloc(20, 7)
 	copy(buf, "twenty bytes exactly")
-	next := p.NextAddr(20) // the next unused item of the class
-	other, obuf := p.Alloc(20)
-	if unsafe.Pointer(unsafe.SliceData(obuf)) != next {
-		t.Fatalf("Alloc wrote at %p, NextAddr said %p", unsafe.SliceData(obuf), next)
+	next, ntag := p.NextAddr(20) // the next unused item of the class
+	other, obuf := p.Alloc(20, 42)
+	if unsafe.Pointer(unsafe.SliceData(obuf)) != next || *(*uint64)(ntag) != 42 {
+		t.Fatalf("Alloc wrote at %p, NextAddr said %p; the tag there is %d, want 42", unsafe.SliceData(obuf), next, *(*uint64)(ntag))
 	}
 	p.Free(other)
-	next = p.NextAddr(20) // the top of the free list
-	if got := string(p.Get(ref, 20)); got != "twenty bytes exactly" {
-		t.Fatalf("Get after NextAddr: %q", got)
+	next, ntag = p.NextAddr(20) // the top of the free list
+	if got, tag := string(p.Get(ref, 20)), *(*uint64)(ntag); got != "twenty bytes exactly" || tag != 42 {
+		t.Fatalf("after NextAddr: Get %q, the freed item's tag %d", got, tag)
 	}
-	again, abuf := p.Alloc(20)
-	if again != other || unsafe.Pointer(unsafe.SliceData(abuf)) != next {
+	again, abuf := p.Alloc(20, 9)
+	if again != other || unsafe.Pointer(unsafe.SliceData(abuf)) != next || *(*uint64)(ntag) != 9 {
 		t.Fatalf("Alloc after Free returned %#x at %p, want the freed %#x at %p", again, unsafe.SliceData(abuf), other, next)
 	}
 }
