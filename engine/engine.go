@@ -501,7 +501,7 @@ func (e *Engine) fire(x Executor, i uint32, cycles uint64, fee *FireFee) (Usage,
 // deferred transaction.
 func (e *Engine) openFire(i uint32, cycles uint64) Tx {
 	r := e.recs.At(i)
-	handler, payload := e.bytesOf(i, r)
+	handler, payload := e.bytesOf(r)
 	d := &e.del
 	d.TimerID = r.id
 	// Each copy of the address reads the actor table, not d.Actor: a load
@@ -902,7 +902,7 @@ func (e *Engine) Lookup(id TimerID) (Timer, bool) {
 
 func (e *Engine) timer(i uint32) Timer {
 	r := e.recs.At(i)
-	handler, payload := e.bytesOf(i, r)
+	handler, payload := e.bytesOf(r)
 	t := Timer{ID: r.id, Actor: e.actors.recs[r.actor].addr, Height: r.height, Seq: r.seq, Handler: DefaultHandler}
 	if len(handler) > 0 {
 		t.Handler = string(handler)
@@ -912,17 +912,17 @@ func (e *Engine) timer(i uint32) Timer {
 }
 
 // bytesOf returns the handler bytes (empty for the default handler) and the
-// payload of record i, r; they alias the pool. Small enough to inline, for
+// payload of record r; they alias the pool. Small enough to inline, for
 // the common timer that has neither.
-func (e *Engine) bytesOf(i uint32, r *rec) (handler, payload []byte) {
+func (e *Engine) bytesOf(r *rec) (handler, payload []byte) {
 	if r.data == 0 {
 		return nil, nil
 	}
-	return e.storedBytes(i, r)
+	return e.storedBytes(r)
 }
 
 // storedBytes is bytesOf for a record that holds bytes (r.data != 0).
-func (e *Engine) storedBytes(i uint32, r *rec) (handler, payload []byte) {
+func (e *Engine) storedBytes(r *rec) (handler, payload []byte) {
 	t, room := e.data.Load(r.data)
 	h, p := int(t>>32), int(uint32(t))
 	return room[:h:h], room[h : h+p : h+p]

@@ -256,7 +256,7 @@ func (e *Engine) appendTimer(b []byte, i uint32) []byte {
 	b = append(b, e.actors.recs[r.actor].addr[:]...)
 	b = binary.BigEndian.AppendUint64(b, r.height)
 	b = binary.BigEndian.AppendUint64(b, r.seq)
-	handler, payload := e.bytesOf(i, r)
+	handler, payload := e.bytesOf(r)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(handler)))
 	b = append(b, handler...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
