@@ -328,11 +328,11 @@ func (s *scenario) run() error {
 	for s.e.Pending() > 0 {
 		t := time.Now()
 		h, err := s.e.SkipEmpty(s.maxDue)
-		if d := time.Since(t); d > s.skipMax {
-			s.skipMax, s.skipMaxBlocks = d, h-s.height
-		}
 		if err != nil {
 			return err
+		}
+		if d := time.Since(t); d > s.skipMax {
+			s.skipMax, s.skipMaxBlocks = d, h-s.height
 		}
 		if h >= s.maxDue {
 			return fmt.Errorf("engine bug? %d timers pending after the last due height %d", s.e.Pending(), s.maxDue)

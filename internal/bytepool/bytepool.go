@@ -54,7 +54,7 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 	if cl.size == 0 {
 		cl.size = 1 << (c + minShift)
 		cl.perChk = max(1, chunkBytes/cl.size)
-		// A shift and a mask where a division was, on every Alloc, Get
+		// A shift and a mask where a division was, on every Alloc, Load
 		// and NextAddr (Schedule and end of block, per payload):
 		// Schedule with a 32-byte payload, 0.299 -> 0.275 of its Keccak
 		// (BenchmarkScheduleOverKeccak, README).
@@ -101,8 +101,7 @@ func (p *Pool) NextAddr(n int) (buf, tag unsafe.Pointer) {
 
 // Load returns the tag of ref and its item's whole room, the class's
 // size, of which the string is a prefix: for an owner whose tag says the
-// string's length, one lookup where Get and a tag's would make two. The
-// empty string's tag is 0 and its room empty.
+// string's length. The empty string's tag is 0 and its room empty.
 func (p *Pool) Load(ref uint32) (tag uint64, room []byte) {
 	if ref == 0 {
 		return 0, nil
@@ -112,17 +111,6 @@ func (p *Pool) Load(ref uint32) (tag uint64, room []byte) {
 	k, j := it>>cl.chkBits, it&(cl.perChk-1)
 	off := j * cl.size
 	return cl.tags[k][j], cl.chunks[k][off : off+cl.size : off+cl.size]
-}
-
-// Get returns the n bytes stored under ref.
-func (p *Pool) Get(ref uint32, n int) []byte {
-	if ref == 0 {
-		return nil
-	}
-	cl := &p.classes[ref>>idxBits]
-	it := int(ref&(1<<idxBits-1)) - 1
-	off := (it & (cl.perChk - 1)) * cl.size
-	return cl.chunks[it>>cl.chkBits][off : off+n : off+n]
 }
 
 // Free releases ref for reuse. Free(0) does nothing.

@@ -37,7 +37,7 @@ func TestClassBoundaries(t *testing.T) {
 		for i := range buf {
 			buf[i] = byte(i*7 + tc.n)
 		}
-		if !bytes.Equal(p.Get(ref, tc.n), buf) {
+		if !bytes.Equal(get(&p, ref, tc.n), buf) {
 			t.Errorf("Get(%d) differs from what was written", tc.n)
 		}
 	}
@@ -45,7 +45,7 @@ func TestClassBoundaries(t *testing.T) {
 
 func TestEmptyReference(t *testing.T) {
 	var p Pool
-	if b := p.Get(0, 0); len(b) != 0 {
+	if b := get(&p, 0, 0); len(b) != 0 {
 		t.Fatalf("Get(0, 0) = %q", b)
 	}
 	r1, _ := p.Alloc(1, 0)
@@ -94,7 +94,7 @@ func TestFreeReuse(t *testing.T) {
 			for i := range buf {
 				buf[i] = 0x5A
 			}
-			for i, c := range p.Get(keep, tc.n) {
+			for i, c := range get(&p, keep, tc.n) {
 				if c != 0xA5 {
 					t.Fatalf("neighbour byte %d overwritten", i)
 				}
@@ -137,7 +137,7 @@ func TestContentsPreserved(t *testing.T) {
 	for step := 0; step < 20000; step++ {
 		if len(all) > 0 && rng.IntN(3) == 0 {
 			k := rng.IntN(len(all))
-			got := p.Get(all[k].ref, len(all[k].data))
+			got := get(&p, all[k].ref, len(all[k].data))
 			if !bytes.Equal(got, all[k].data) {
 				t.Fatalf("step %d: string %d changed", step, all[k].ref)
 			}
@@ -171,7 +171,7 @@ func TestContentsPreserved(t *testing.T) {
 		all = append(all, live{ref, data, tag})
 	}
 	for _, l := range all {
-		if tag, _ := p.Load(l.ref); !bytes.Equal(p.Get(l.ref, len(l.data)), l.data) || tag != l.tag {
+		if tag, _ := p.Load(l.ref); !bytes.Equal(get(&p, l.ref, len(l.data)), l.data) || tag != l.tag {
 			t.Fatalf("string %d changed", l.ref)
 		}
 	}
@@ -199,11 +199,17 @@ func TestNextAddr(t *testing.T) {
 	}
 	p.Free(other)
 	next, ntag = p.NextAddr(20) // the top of the free list
-	if got, tag := string(p.Get(ref, 20)), *(*uint64)(ntag); got != "twenty bytes exactly" || tag != 42 {
+	if got, tag := string(get(&p, ref, 20)), *(*uint64)(ntag); got != "twenty bytes exactly" || tag != 42 {
 		t.Fatalf("after NextAddr: Get %q, the freed item's tag %d", got, tag)
 	}
 	again, abuf := p.Alloc(20, 9)
 	if again != other || unsafe.Pointer(unsafe.SliceData(abuf)) != next || *(*uint64)(ntag) != 9 {
 		t.Fatalf("Alloc after Free returned %#x at %p, want the freed %#x at %p", again, unsafe.SliceData(abuf), other, next)
 	}
+}
+
+// get is the n bytes stored under ref: the prefix of its room.
+func get(p *Pool, ref uint32, n int) []byte {
+	_, room := p.Load(ref)
+	return room[:n:n]
 }
