@@ -31,9 +31,8 @@
 //   - BenchmarkPendingBytes: live heap per pending timer (B/timer) with 1M
 //     timers, empty payloads, 10,000 actors, heights a third in each tier.
 //   - BenchmarkGrowth: 1,100,000 Schedule calls into a new engine, each
-//     timed: the longest (max-ms), those over 1 ms, and the longest at
-//     the id index's doubling to 2^22 slots (doubling-ms), with the
-//     huge-page hint on and off. Use -benchtime 1x.
+//     timed: the longest (max-ms) and those over 1 ms, with the huge-page
+//     hint on and off, and with engine.Reserve first. Use -benchtime 1x.
 //   - BenchmarkMemory: one load from a random cache line whose address the
 //     load before it gave, over 16 MiB (the id index at 1M pending) and
 //     64 MiB (the records): the machine's floor under the rows at 1M, as

@@ -14,10 +14,9 @@ import (
 // schedules 1,100,000 timers into a new engine, 1,000 per actor and
 // transaction, at heights spread over 100,000 blocks, timing each
 // Schedule call. max-ms is the longest call; slow-calls counts those over
-// 1 ms; doubling-ms is the longest of the 16 calls from the one in which
-// the id index doubles from 2^21 to 2^22 slots. The arenas take new
-// blocks on the way, whose memory, touched first, can take the kernel
-// milliseconds to map (a virtual machine's host maps its pages then).
+// 1 ms. The arenas take new blocks on the way, whose memory, touched
+// first, can take the kernel milliseconds to map (a virtual machine's
+// host maps its pages then), and the id index splits a segment at a time.
 // It runs with the huge-page hint on and off (engine.SetHugePages): where
 // the first touch of a huge page is slow, each new 2 MiB of records or
 // index waits for it; and with the engine's room for all the timers
@@ -38,10 +37,7 @@ func BenchmarkGrowth(b *testing.B) {
 
 func growth(b *testing.B, reserve bool) {
 	const timers, perActor = 1_100_000, 1_000
-	// The id index doubles from 2^21 to 2^22 slots in the call that
-	// makes the 1,048,577th timer pending (it holds at most half).
-	const doublingAt = 1 << 20
-	var longest, doubling, reserving time.Duration
+	var longest, reserving time.Duration
 	var slow, reserved int
 	d := make([]time.Duration, 0, timers)
 	b.ReportAllocs()
@@ -86,7 +82,7 @@ func growth(b *testing.B, reserve bool) {
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
-		longest, doubling = slices.Max(d), slices.Max(d[doublingAt:doublingAt+16])
+		longest = slices.Max(d)
 		slow = 0
 		for _, x := range d {
 			if x > time.Millisecond {
@@ -95,7 +91,6 @@ func growth(b *testing.B, reserve bool) {
 		}
 	}
 	b.ReportMetric(float64(longest.Microseconds())/1000, "max-ms")
-	b.ReportMetric(float64(doubling.Microseconds())/1000, "doubling-ms")
 	b.ReportMetric(float64(slow), "slow-calls")
 	if reserve {
 		b.ReportMetric(float64(reserving.Microseconds())/1000, "reserve-ms")

@@ -660,7 +660,7 @@ func (e *Engine) linkRec(i uint32, r *rec, at slot, fee, actorIdx uint32, actor 
 	if e.bulk != nil {
 		e.bulk = append(e.bulk, i)
 	} else {
-		e.ids.putAt(at, &r.id, i)
+		e.ids.putAt(at, i)
 	}
 	e.pending++
 	e.touch(&r.id)

@@ -9,76 +9,92 @@ import (
 	"github.com/timerlane/timerlane/internal/hugepage"
 	"github.com/timerlane/timerlane/internal/prefetch"
 	"github.com/timerlane/timerlane/internal/radix"
+	"github.com/timerlane/timerlane/internal/slab"
 )
 
-// idIndex maps the id of every pending timer to its record: open addressing
-// with linear probing and backward-shift deletion. A slot holds a 32-bit tag
-// of the id's hash (bits 32..63) and the record index (bits 0..31); 0 is
-// empty. The bucket of a slot is derived from its tag, so deletion can move
-// entries back without reading ids. At most half the slots are used.
+// idIndex maps the id of every pending timer to its record: extendible
+// hashing over segments of segLen slots, each an open-addressing table with
+// linear probing and backward-shift deletion. A slot holds a 32-bit tag of
+// the id's hash (bits 32..63) and the record index (bits 0..31); 0 is
+// empty. The tag's low bits pick the segment through a directory (dir),
+// its top segShift bits the home slot in it; the home of a slot is derived
+// from its tag, so deletion can move entries back without reading ids.
 //
-// The index grows by doubling, a little at a time: while it grows, the
-// table it grows from stays as old, lookups probe both, inserts go to the
-// new one only, and every insert moves at least growStep slots of old (see
-// moveSome). A doubling moved in one go would pause the call that made it
-// for as long as a rehash of every id (BenchmarkGrowth measures it).
+// A segment holds at most segHalf ids. The insert that would pass that
+// splits it: the ids whose next tag bit is 1 move to a new segment, and
+// the directory, doubled first if the segment was named by a single entry
+// of it, sends that half of the segment's tags there. So the index grows
+// by one segment of 32 KiB at a time, and a split costs a pass over one
+// segment (BenchmarkGrowth's max-ms), with no second table held while it
+// grows: a table that doubled held its old and new tables together, 50 B
+// per id at a million pending, against 17 B here (BenchmarkPendingBytes).
 //
 // The hash is keyed with a per-engine random seed so that nobody can grind
-// ids into one probe run. The seed affects speed only: the index is never
-// iterated in an order that shows, so nothing observable depends on it.
+// ids into one segment or probe run. The seed affects speed and memory
+// only (which segments split when): the index is never iterated in an
+// order that shows, so nothing observable depends on it.
 type idIndex struct {
-	slots []uint64
-	mask  uint64
-	n     int // ids, in slots and old
+	dir  []dirEntry // the segment of tag t is dir[t&mask]
+	mask uint64     // len(dir)-1: the directory has 2^depth entries
 
-	// While growing: the table being moved into slots, the next of its
-	// slots to move, and the empty slot the move started from, where it
-	// ends. nil when not growing.
-	old           []uint64
-	oldMask       uint64
-	cur, moveStop uint64
+	segs  []*segMeta        // every segment, in the order made
+	slots slab.Slab[uint64] // the segments' slots: segment k is chunk k
+	n     int               // ids
+	split []uint64          // a splitting segment's ids, reused
 
 	seed [2]uint64
 	idOf func(rec uint32) *TimerID
-
-	// The table of the next doubling, made ready on another goroutine
-	// from three eighths full on (hugepage.MakeAhead), and its slots; nil
-	// when not asked for.
-	next      <-chan []uint64
-	nextSlots int
-
-	// calm is the most ids the index holds with nothing for putAt to do
-	// but store: no doubling to make ready, start or move. setCalm sets
-	// it at each change of those states; 0 while a doubling is under way.
-	calm int
 }
 
-// prepareFrom is the smallest table whose doubling is made ready ahead:
-// below it the new table is a few hundred KiB, quick to allocate and map.
-const prepareFrom = 1 << 17
+const (
+	segShift = slab.Shift // a segment is a chunk of the slab
+	segLen   = 1 << segShift
+	segMask  = segLen - 1
+	// segHalf is the most ids a segment holds: linear probing's runs stay
+	// short at half full.
+	segHalf = segLen / 2
+	// maxSegDepth is the longest suffix of a tag that names a segment
+	// (bits below the home's): a directory of 2^20 entries addresses
+	// 2^32 slots, room for every record index.
+	maxSegDepth = 32 - segShift
+)
+
+type segment [segLen]uint64
+
+// segMeta is what the index knows of a segment beyond its slots, apart
+// from them: a segment of 32 KiB plus a count would take 40 KiB of heap.
+type segMeta struct {
+	seg   *segment
+	n     uint32 // ids in it
+	depth uint8  // the low tag bits that name it: the directory entries
+	// that end in them all point to it
+}
+
+// dirEntry is a directory entry: a segment and what is known of it, in one
+// load.
+type dirEntry struct {
+	seg  *segment
+	meta *segMeta
+}
 
 func newIDIndex(idOf func(uint32) *TimerID) idIndex {
-	x := idIndex{slots: make([]uint64, 1024), mask: 1023, seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
-	x.setCalm()
+	x := idIndex{seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
+	x.dir = []dirEntry{x.newSegment(0)}
 	return x
 }
 
-// prepareAt and growAt are the most ids a table of l slots holds before
-// its doubling is made ready ahead (from prepareFrom slots on) and before
-// the doubling starts. l is a power of two: both are exact.
-func prepareAt(l int) int { return 3 * l / 8 }
-func growAt(l int) int    { return l / 2 }
-
-// setCalm sets calm from putBusy's thresholds.
-func (x *idIndex) setCalm() {
-	switch l := len(x.slots); {
-	case x.old != nil:
-		x.calm = 0
-	case x.next == nil && l >= prepareFrom:
-		x.calm = prepareAt(l)
-	default:
-		x.calm = growAt(l)
-	}
+// newSegment adds an empty segment named by depth bits. Its slots are a
+// chunk of the slab, whose blocks past a few MiB are advised to huge pages
+// and made ready ahead: a million ids' segments span 16 MiB, probed at
+// random, and segments of their own each (new(segment)) made a Schedule
+// at a million pending 45 ns slower (BenchmarkScheduleOverKeccak), from
+// misses of the TLB.
+func (x *idIndex) newSegment(depth uint8) dirEntry {
+	first := uint32(len(x.segs)) * segLen
+	x.slots.Ensure(first + segLen - 1)
+	m := &segMeta{seg: (*segment)(unsafe.Pointer(x.slots.At(first))), depth: depth}
+	x.segs = append(x.segs, m)
+	return dirEntry{seg: m.seg, meta: m}
 }
 
 func (x *idIndex) tag(id *TimerID) uint64 {
@@ -90,67 +106,51 @@ func (x *idIndex) tag(id *TimerID) uint64 {
 	return t
 }
 
-// slot is where a lookup found an id, or where it would go: position p
-// of the table that inserts go to, or of old when inOld.
+// home is the home slot of tag in its segment; homeOf that of slot value v.
+func home(tag uint64) uint64 { return tag >> (32 - segShift) & segMask }
+func homeOf(v uint64) uint64 { return v >> (64 - segShift) }
+
+// slot is where a lookup found an id, or where it would go: position p of
+// the segment of dirEntry d.
 type slot struct {
-	p, tag uint64
-	inOld  bool
+	dirEntry
+	tag, p uint64
 }
 
 // find returns the slot holding id, or the empty slot where it would go,
 // and whether it was found.
 func (x *idIndex) find(id *TimerID, tag uint64) (slot, bool) {
-	if x.old != nil {
-		if p, ok := probe(x.old, x.oldMask, tag, id, x.idOf); ok {
-			return slot{p: p, tag: tag, inOld: true}, true
-		}
-	}
-	p, ok := probe(x.slots, x.mask, tag, id, x.idOf)
-	return slot{p: p, tag: tag}, ok
+	d := x.dir[tag&x.mask]
+	p, ok := probe(d.seg, tag, id, x.idOf)
+	return slot{dirEntry: d, tag: tag, p: p}, ok
 }
 
-// probe looks for id in table t from its home slot: the slot holding it,
+// probe looks for id in segment s from its home slot: the slot holding it,
 // or the first empty one.
-func probe(t []uint64, mask, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uint64, bool) {
-	for p := tag & mask; ; p = (p + 1) & mask {
-		s := t[p]
-		if s == 0 {
+func probe(s *segment, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uint64, bool) {
+	for p := home(tag); ; p = (p + 1) & segMask {
+		v := s[p]
+		if v == 0 {
 			return p, false
 		}
-		if s>>32 == tag && *idOf(uint32(s)) == *id {
+		if v>>32 == tag && *idOf(uint32(v)) == *id {
 			return p, true
 		}
 	}
 }
 
-// table is the table that holds s.
-func (x *idIndex) table(s slot) ([]uint64, uint64) {
-	if s.inOld {
-		return x.old, x.oldMask
-	}
-	return x.slots, x.mask
-}
-
-// prefetchRun is prefetchRunIn in each table.
+// prefetchRun starts loading the line of tag's home slot and the line
+// after it: a deletion reads on to the end of the run, which near half
+// full often crosses into the next line.
 func (x *idIndex) prefetchRun(tag uint64) {
-	if x.old != nil {
-		prefetchRunIn(x.old, x.oldMask, tag)
-	}
-	prefetchRunIn(x.slots, x.mask, tag)
-}
-
-// prefetchRunIn starts loading the line of tag's home slot in table t and
-// the line after it: a deletion reads on to the end of the run, which at
-// the index's higher loads often crosses into the next line.
-func prefetchRunIn(t []uint64, mask, tag uint64) {
-	prefetch.Lines(unsafe.Pointer(&t[tag&mask]), unsafe.Pointer(&t[(tag|7+1)&mask]), nil, nil)
+	s, h := x.dir[tag&x.mask].seg, home(tag)
+	prefetch.Lines(unsafe.Pointer(&s[h]), unsafe.Pointer(&s[(h|7+1)&segMask]), nil, nil)
 }
 
 // lookup finds id: its record and slot, or the slot where it would go.
 func (x *idIndex) lookup(id *TimerID) (slot, uint32, bool) {
 	s, ok := x.find(id, x.tag(id))
-	t, _ := x.table(s)
-	return s, uint32(t[s.p]), ok
+	return s, uint32(s.seg[s.p&segMask]), ok
 }
 
 func (x *idIndex) get(id *TimerID) (uint32, bool) {
@@ -161,41 +161,82 @@ func (x *idIndex) get(id *TimerID) (uint32, bool) {
 // put adds id -> rec; id must not be present.
 func (x *idIndex) put(id *TimerID, rec uint32) {
 	s, _, _ := x.lookup(id)
-	x.putAt(s, id, rec)
+	x.putAt(s, rec)
 }
 
 // putAt adds id -> rec at s, from a lookup of id that found nothing, with
-// no change to the index since. It starts a doubling when the index would
-// be more than half full, and moves some of a doubling under way. The
-// common insert, with none of that to do, tests one count (calm) for it.
-func (x *idIndex) putAt(s slot, id *TimerID, rec uint32) {
-	if x.n >= x.calm {
-		x.putBusy(s, id, rec)
-		return
+// no change to the index since. It splits the segment first when it holds
+// segHalf ids.
+func (x *idIndex) putAt(s slot, rec uint32) {
+	if s.meta.n >= segHalf {
+		s = x.makeRoom(s.tag)
 	}
-	x.slots[s.p] = s.tag<<32 | uint64(rec)
+	s.seg[s.p&segMask] = s.tag<<32 | uint64(rec)
+	s.meta.n++
 	x.n++
 }
 
-// putBusy is putAt past calm.
-func (x *idIndex) putBusy(s slot, id *TimerID, rec uint32) {
-	if x.old == nil && x.next == nil && len(x.slots) >= prepareFrom && x.n+1 > prepareAt(len(x.slots)) {
-		// The inserts after a doubling write the new table at random:
-		// unmapped, its pages each made the first insert there wait for
-		// the kernel (BenchmarkGrowth's doubling-ms).
-		x.nextSlots = 2 * len(x.slots)
-		x.next = hugepage.MakeAhead[uint64](x.nextSlots)
+// makeRoom splits the segment of tag until it holds fewer than segHalf
+// ids, and returns the empty slot where tag goes. A split that sends
+// every id one way (tags alike in their next bit) leaves the segment full
+// and splits again. At maxSegDepth, only reached by 2,048 tags alike in
+// their low 20 bits, the segment fills beyond half instead, and a full
+// one would probe for ever: that panics.
+func (x *idIndex) makeRoom(tag uint64) slot {
+	for {
+		d := x.dir[tag&x.mask]
+		if d.meta.n < segHalf || d.meta.depth == maxSegDepth {
+			if d.meta.n >= segLen-1 {
+				panic("engine: id index: a segment of maximal depth is full")
+			}
+			return slot{dirEntry: d, tag: tag, p: emptyFrom(d.seg, home(tag))}
+		}
+		x.splitSegment(tag)
 	}
-	if x.old == nil && x.n+1 > growAt(len(x.slots)) {
-		x.startGrow()
-		s, _ = x.find(id, s.tag)
+}
+
+// emptyFrom is the first empty slot of s from slot p.
+func emptyFrom(s *segment, p uint64) uint64 {
+	for s[p&segMask] != 0 {
+		p++
 	}
-	x.slots[s.p] = s.tag<<32 | uint64(rec)
-	x.n++
-	if x.old != nil {
-		x.moveSome()
+	return p & segMask
+}
+
+// splitSegment splits the segment of tag in two by the tag bit above the
+// depth that names it.
+func (x *idIndex) splitSegment(tag uint64) {
+	d := x.dir[tag&x.mask]
+	depth := d.meta.depth
+	if uint64(1)<<depth == uint64(len(x.dir)) {
+		x.dir = append(x.dir, x.dir...)
+		x.mask = uint64(len(x.dir) - 1)
 	}
-	x.setCalm()
+	d.meta.depth++
+	up := x.newSegment(depth + 1)
+	// The directory entries of the segment are those that end in tag's low
+	// depth bits; those of them with the next bit set now name the new
+	// segment.
+	bit := uint64(1) << depth
+	for i := tag&(bit-1) | bit; i < uint64(len(x.dir)); i += 2 * bit {
+		x.dir[i] = up
+	}
+	x.split = x.split[:0]
+	for _, v := range d.seg {
+		if v != 0 {
+			x.split = append(x.split, v)
+		}
+	}
+	clear(d.seg[:])
+	d.meta.n = 0
+	for _, v := range x.split {
+		to := d
+		if v>>32&bit != 0 {
+			to = up
+		}
+		to.seg[emptyFrom(to.seg, homeOf(v))] = v
+		to.meta.n++
+	}
 }
 
 // del removes id, which must be present.
@@ -214,27 +255,22 @@ const errLost = "engine: id index lost a pending timer"
 // delRec removes the entry of record rec, whose id hashes to tag: the
 // probe compares record indices, so it reads no id.
 func (x *idIndex) delRec(tag uint64, rec uint32) {
-	if x.old != nil {
-		if p, ok := probeRec(x.old, x.oldMask, tag, rec); ok {
-			x.delAt(slot{p: p, tag: tag, inOld: true})
-			return
-		}
-	}
-	p, ok := probeRec(x.slots, x.mask, tag, rec)
+	d := x.dir[tag&x.mask]
+	p, ok := probeRec(d.seg, tag, rec)
 	if !ok {
 		panic(errLost)
 	}
-	x.delAt(slot{p: p, tag: tag})
+	x.delAt(slot{dirEntry: d, tag: tag, p: p})
 }
 
-// probeRec looks for record rec in table t from tag's home slot.
-func probeRec(t []uint64, mask, tag uint64, rec uint32) (uint64, bool) {
-	p := tag & mask
-	for v := t[p]; uint32(v) != rec; v = t[p] {
+// probeRec looks for record rec in segment s from tag's home slot.
+func probeRec(s *segment, tag uint64, rec uint32) (uint64, bool) {
+	p := home(tag)
+	for v := s[p]; uint32(v) != rec; v = s[p] {
 		if v == 0 {
 			return 0, false
 		}
-		p = (p + 1) & mask
+		p = (p + 1) & segMask
 	}
 	return p, true
 }
@@ -242,191 +278,126 @@ func probeRec(t []uint64, mask, tag uint64, rec uint32) (uint64, bool) {
 // delAt removes the id at s, from a lookup that found it, with no change to
 // the index since.
 func (x *idIndex) delAt(s slot) {
-	slots, mask := x.table(s)
-	shiftBack(slots, mask, s.p)
+	shiftBack(s.seg, s.p)
+	s.meta.n--
 	x.n--
 }
 
-// shiftBack empties slot p of table t: backward shift, which pulls later
-// entries of the run into the hole when their home bucket does not lie
+// shiftBack empties slot p of segment s: backward shift, which pulls later
+// entries of the run into the hole when their home slot does not lie
 // strictly between the hole and them. Whether an entry moves is a coin
 // toss to the branch predictor, so the loop writes the hole either way and
 // picks the new hole without a branch.
-func shiftBack(t []uint64, mask, p uint64) {
-	for q := (p + 1) & mask; t[q] != 0; q = (q + 1) & mask {
-		v := t[q]
-		// m is all ones when v moves: (q-home)&mask >= (q-p)&mask, for
-		// home = (v>>32)&mask (masking after the subtraction is the same).
-		m := uint64((int64((q-p)&mask) - int64((q-v>>32)&mask) - 1) >> 63)
-		t[p] ^= (t[p] ^ v) & m
+func shiftBack(s *segment, p uint64) {
+	for q := p; ; {
+		q = (q + 1) & segMask
+		v := s[q]
+		if v == 0 {
+			break
+		}
+		// m is all ones when v moves: (q-home)&segMask >= (q-p)&segMask
+		// (masking after the subtraction is the same).
+		m := uint64((int64((q-p)&segMask) - int64((q-homeOf(v))&segMask) - 1) >> 63)
+		s[p] ^= (s[p] ^ v) & m
 		p ^= (p ^ q) & m
 	}
-	t[p] = 0
+	s[p] = 0
 }
 
-// cachedSlots is the size up to which a table is left to the cache: its
+// cachedSlots is the size up to which the index is left to the cache: its
 // 256 KiB (10,000 pending timers' ids) stay in a core's L2 from block to
 // block, so that loading ahead costs a call per deletion and gains nothing.
 const cachedSlots = 1 << 15
 
-// delRecs is delRec for each of recs, whose ids hash to tags, loading
-// each one's run ahead deletions before it in a table larger than
-// cachedSlots. Outside a doubling it works on the one table inline: end of
-// block calls it for every fired timer, and the calls of delRec cost as
-// much as its work when the slots are cached.
+// delRecs is delRec for each of recs, whose ids hash to tags. In an index
+// larger than cachedSlots it loads each one's run ahead deletions before
+// it, and the misses outweigh the calls. Within it, it works inline: end
+// of block calls it for every fired timer, and the calls of delRec cost
+// as much as its work when the slots are cached.
 func (x *idIndex) delRecs(recs []uint32, tags []uint64) {
-	if x.old != nil {
-		for k, i := range recs {
+	if len(x.segs)*segLen > cachedSlots {
+		for k, rec := range recs {
 			if j := k + ahead; j < len(tags) {
 				x.prefetchRun(tags[j])
 			}
-			x.delRec(tags[k], i)
+			x.delRec(tags[k], rec)
 		}
 		return
 	}
-	t, mask := x.slots, x.mask
-	far := len(t) > cachedSlots
+	// In locals: the compiler cannot tell that the writes to the slots
+	// leave x's fields as they were, and would load them at each timer.
+	dir, mask := x.dir, x.mask
 	for k, rec := range recs {
-		if j := k + ahead; far && j < len(tags) {
-			prefetchRunIn(t, mask, tags[j])
-		}
-		p, ok := probeRec(t, mask, tags[k], rec)
+		tag := tags[k]
+		d := dir[tag&mask]
+		p, ok := probeRec(d.seg, tag, rec)
 		if !ok {
 			panic(errLost)
 		}
-		shiftBack(t, mask, p)
+		shiftBack(d.seg, p)
+		d.meta.n--
 	}
 	x.n -= len(recs)
 }
 
-// growStep is how many slots of the old table an insert moves at least
-// while the index grows. A doubling starts at half of the old table's
-// slots full, so it ends within len(old)/growStep inserts, with the new
-// table, twice the size, at most 5/16 full: never time for another.
-const growStep = 8
-
-// startGrow begins a doubling: the table becomes old, and a table of
-// twice its size takes the inserts. The move starts at an empty slot of
-// old (there is one: old is at most half full), so that no run of it is
-// ever split between moved and unmoved slots.
-func (x *idIndex) startGrow() {
-	x.old, x.oldMask = x.slots, x.mask
-	if x.next != nil {
-		x.slots, x.next, x.nextSlots = <-x.next, nil, 0
-	} else {
-		x.slots = newTable(2 * len(x.old))
-	}
-	x.mask = uint64(len(x.slots) - 1)
-	x.moveStop = 0
-	for x.old[x.moveStop] != 0 {
-		x.moveStop++
-	}
-	x.cur = x.moveStop
-}
-
-// newTable returns an empty table of n slots, advised to huge pages: it is
-// probed at random, and a million ids' slots span 16 MiB.
-func newTable(n int) []uint64 { return hugepage.Make[uint64](n) }
-
-// moveSome moves the next growStep slots of old, and the rest of the run
-// it is in, into the new table: between calls, every run of old lies
-// wholly on one side of cur, so a probe of old from a home already moved
-// past meets an empty slot at once, and a deletion's backward shift never
-// carries an entry into the moved part. Old is dropped when the move has
-// gone round to where it started.
-func (x *idIndex) moveSome() {
-	for k := 0; k < growStep || x.old[x.cur] != 0; k++ {
-		if v := x.old[x.cur]; v != 0 {
-			x.old[x.cur] = 0
-			x.insert(v)
-		}
-		x.cur = (x.cur + 1) & x.oldMask
-		if x.cur == x.moveStop {
-			x.old, x.oldMask = nil, 0
-			return
-		}
-	}
-}
-
-// insert puts slot value v (tag and record) into the first empty slot of
-// slots from its home: a move between tables, which needs no lookup.
-func (x *idIndex) insert(v uint64) {
-	p := (v >> 32) & x.mask
-	for x.slots[p] != 0 {
-		p = (p + 1) & x.mask
-	}
-	x.slots[p] = v
-}
-
-// putAll adds the ids of records recs, none of them present, in the order
-// of their home slots: a restore's million inserts then walk the table
-// in sequence instead of missing the cache at each. It stops at an id
-// that comes twice, or is already in, and returns it.
+// putAll adds the ids of records recs, none of them present, segment by
+// segment in the order of their home slots: a restore's million inserts
+// then walk each segment in sequence instead of missing the cache at
+// each. It stops at an id that comes twice, or is already in, and returns
+// it.
 func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
 	x.reserve(x.n + len(recs))
 	items := make([]radix.Item, len(recs))
 	for k, i := range recs {
 		t := x.tag(x.idOf(i))
-		items[k] = radix.Item{Key: (t&x.mask)<<32 | t, Pos: i}
+		items[k] = radix.Item{Key: (t&x.mask)<<segShift | home(t), Pos: i}
 	}
 	items, _ = radix.Sort(items, nil, radix.Diff(items))
 	for _, it := range items {
-		t, i := it.Key&(1<<32-1), it.Pos
-		p := t & x.mask
-		for ; x.slots[p] != 0; p = (p + 1) & x.mask {
-			if s := x.slots[p]; s>>32 == t && *x.idOf(uint32(s)) == *x.idOf(i) {
-				return x.idOf(i)
-			}
+		id := x.idOf(it.Pos)
+		s, found := x.find(id, x.tag(id))
+		if found {
+			return id
 		}
-		x.slots[p] = t<<32 | uint64(i)
-		x.n++
+		x.putAt(s, it.Pos)
 	}
 	return nil
 }
 
-// finishGrow moves what is left of a doubling under way.
-func (x *idIndex) finishGrow() {
-	for x.old != nil {
-		x.moveSome()
-	}
-}
-
 // each calls f with every entry of the index, in no meaningful order.
 func (x *idIndex) each(f func(entry uint64)) {
-	for _, t := range [][]uint64{x.old, x.slots} {
-		for _, s := range t {
-			if s != 0 {
-				f(s)
+	for _, m := range x.segs {
+		for _, v := range m.seg {
+			if v != 0 {
+				f(v)
 			}
 		}
 	}
 }
 
-func (x *idIndex) bytes() int { return 8 * (len(x.slots) + len(x.old) + x.nextSlots) }
+func (x *idIndex) bytes() int {
+	return x.slots.Bytes() + len(x.segs)*int(unsafe.Sizeof(segMeta{})) + len(x.dir)*int(unsafe.Sizeof(dirEntry{}))
+}
 
-// reserve grows the index at once to hold n ids, so that a bulk load (a
-// snapshot) does not rehash it at every doubling, nor an engine that
-// reserved room for n timers (Engine.Reserve) ever double on the way
-// there. The new table's pages are mapped before the ids move in. It
-// leaves no doubling under way.
+// reserve splits segments now so that n ids, spread as tags are, fill
+// them to about three eighths on average: an engine that reserved room
+// for n timers (Engine.Reserve), or a restore, splits a segment on its way
+// there only where the tags crowd one. The new segments' pages are mapped
+// now.
 func (x *idIndex) reserve(n int) {
-	x.finishGrow()
-	defer x.setCalm()
-	size := len(x.slots)
-	for 2*n > size {
-		size *= 2
+	depth := uint8(0)
+	for depth < maxSegDepth && 3*(segLen<<depth) < 8*n {
+		depth++
 	}
-	if size == len(x.slots) {
-		return
-	}
-	old := x.slots
-	x.next, x.nextSlots = nil, 0 // a table asked for the next doubling is too small
-	x.slots = newTable(size)
-	hugepage.Touch(x.slots)
-	x.mask = uint64(size - 1)
-	for _, v := range old {
-		if v != 0 {
-			x.insert(v)
+	had := len(x.segs)
+	// The directory doubles under the loop: its new entries copy the old
+	// ones and are visited too.
+	for i := 0; i < len(x.dir); i++ {
+		for x.dir[i].meta.depth < depth {
+			x.splitSegment(uint64(i))
 		}
+	}
+	for _, m := range x.segs[had:] {
+		hugepage.Touch(m.seg[:])
 	}
 }

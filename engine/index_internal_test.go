@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -121,12 +122,11 @@ func TestDuplicateGivesBackItsRecord(t *testing.T) {
 }
 
 // TestIndexAgainstMap: random inserts and deletions (by id and by record)
-// at load factors up to the limit, checked against a map after every step:
-// each present id is found at its record, each deleted one is not, and
-// every entry lies in an unbroken run from its home slot, which is what
-// the backward-shift deletion must keep.
+// at load factors up to the limit, through the first split, checked
+// against a map after every step: each present id is found at its record,
+// each deleted one is not, and checkIndex holds.
 func TestIndexAgainstMap(t *testing.T) {
-	const recs = 3000
+	const recs = 6000 // about half in: past segHalf
 	r := rand.New(rand.NewPCG(3, 4))
 	ids := randomIDs(recs, r)
 	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
@@ -156,42 +156,32 @@ func TestIndexAgainstMap(t *testing.T) {
 				t.Fatalf("step %d: record %d found at %d, %v; present %v", step, k, got, ok, in[k])
 			}
 		}
-		for p, v := range x.slots {
-			if v == 0 {
-				continue
-			}
-			for q := (v >> 32) & x.mask; q != uint64(p); q = (q + 1) & x.mask {
-				if x.slots[q] == 0 {
-					t.Fatalf("step %d: slot %d is cut off from its home %d by an empty slot %d", step, p, (v>>32)&x.mask, q)
-				}
-			}
-		}
+		checkIndex(t, &x, step)
+	}
+	if len(x.segs) < 2 {
+		t.Fatalf("%d segments: the test never split one", len(x.segs))
 	}
 }
 
-// all returns every entry of the index, in both tables while it grows.
+// all returns every entry of the index.
 func (x *idIndex) all() []uint64 {
 	var out []uint64
 	x.each(func(s uint64) { out = append(out, s) })
 	return out
 }
 
-// TestIndexGrowsInSteps: the index grows from empty to 40,000 ids through
-// inserts mixed with deletions (by id and by record) and lookups, checked
-// against a map; after every step each table keeps every entry reachable
-// from its home slot, the part of the old table already moved is empty,
-// and the new table is at most half full (at every step while the index
-// is small, at every 53rd after); no insert moves more than a
-// quarter of a table of 4,096 slots or more, and every doubling ends.
-func TestIndexGrowsInSteps(t *testing.T) {
+// TestIndexSplits: the index grows from empty to 40,000 ids through
+// inserts mixed with deletions (by id, by record and in batches, as end of
+// block deletes) and lookups, checked against a map, with checkIndex after
+// every step while the index is small and every 53rd after.
+func TestIndexSplits(t *testing.T) {
 	const recs = 200_000 // inserts pick from these: half in at most
 	r := rand.New(rand.NewPCG(5, 6))
 	ids := randomIDs(recs, r)
 	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
 	in := map[uint32]bool{}
-	var present []uint32 // the records in, in no order
-	doublings, growingSteps := 0, 0
-	batchesGrowing, batchesFar := 0, 0 // delRecs calls during a doubling, and beyond cachedSlots
+	var present []uint32            // the records in, in no order
+	batchesNear, batchesFar := 0, 0 // delRecs calls within and beyond cachedSlots
 	for step := 0; len(in) < 40_000; step++ {
 		if len(present) > 0 && r.IntN(3) == 0 { // one deletion per two inserts
 			k := r.IntN(len(present))
@@ -204,7 +194,7 @@ func TestIndexGrowsInSteps(t *testing.T) {
 				x.del(&ids[i])
 			case step%15 != 1:
 				x.delRec(x.tag(&ids[i]), i)
-			default: // a batch, as end of block deletes: more than ahead of them at times
+			default: // a batch: more than ahead of them at times
 				batch, tags := []uint32{i}, []uint64{x.tag(&ids[i])}
 				for len(present) > 0 && len(batch) < step%(2*ahead+3) {
 					i := present[len(present)-1]
@@ -212,11 +202,10 @@ func TestIndexGrowsInSteps(t *testing.T) {
 					delete(in, i)
 					batch, tags = append(batch, i), append(tags, x.tag(&ids[i]))
 				}
-				switch {
-				case x.old != nil:
-					batchesGrowing++
-				case len(x.slots) > cachedSlots:
+				if len(x.segs)*segLen > cachedSlots {
 					batchesFar++
+				} else {
+					batchesNear++
 				}
 				x.delRecs(batch, tags)
 			}
@@ -225,26 +214,10 @@ func TestIndexGrowsInSteps(t *testing.T) {
 			if in[i] {
 				continue
 			}
-			growing, cur, oldLen := x.old != nil, x.cur, len(x.old)
-			slotsBefore := len(x.slots)
 			x.put(&ids[i], i)
 			in[i], present = true, append(present, i)
-			switch {
-			case len(x.slots) != slotsBefore:
-				doublings++
-				if x.old == nil && slotsBefore >= 4096 {
-					t.Fatalf("step %d: a doubling of %d slots ended in the insert that began it", step, slotsBefore)
-				}
-			case growing && x.old != nil:
-				if moved := (x.cur - cur) & uint64(oldLen-1); oldLen >= 4096 && int(moved) > oldLen/4 {
-					t.Fatalf("step %d: one insert moved %d of %d old slots", step, moved, oldLen)
-				}
-			}
-			if x.old != nil {
-				growingSteps++
-			}
 		}
-		if len(x.slots) <= 8192 || step%53 == 0 { // a check reads every slot
+		if len(x.segs) <= 4 || step%53 == 0 { // a check reads every slot
 			checkIndex(t, &x, step)
 		}
 		if x.n != len(in) {
@@ -259,58 +232,76 @@ func TestIndexGrowsInSteps(t *testing.T) {
 			}
 		}
 	}
-	x.finishGrow()
 	checkIndex(t, &x, -1)
 	for k := uint32(1); k <= recs; k++ {
 		if got, ok := x.get(&ids[k]); ok != in[k] || ok && got != k {
 			t.Fatalf("at the end: record %d found at %d, %v; present %v", k, got, ok, in[k])
 		}
 	}
-	// 1,024 slots to 131,072 for 40,000 ids: seven doublings, each spread
-	// over many inserts, the last two beyond cachedSlots.
-	if doublings != 7 || growingSteps < 10_000 {
-		t.Fatalf("%d doublings over %d inserts made while growing; want 7, over at least 10,000", doublings, growingSteps)
+	// 40,000 ids at most half a segment's slots each need at least 20
+	// segments; splits only at half full keep them to fewer than 80.
+	if len(x.segs) < 20 || len(x.segs) >= 80 {
+		t.Fatalf("%d segments for %d ids", len(x.segs), x.n)
 	}
-	if batchesGrowing == 0 || batchesFar == 0 {
-		t.Fatalf("%d batch deletions during a doubling, %d in a table beyond cachedSlots; want some of each", batchesGrowing, batchesFar)
+	if batchesNear == 0 || batchesFar == 0 {
+		t.Fatalf("%d batch deletions within cachedSlots, %d beyond; want some of each", batchesNear, batchesFar)
 	}
 }
 
-// checkIndex checks the index's tables: every entry lies in an unbroken
-// run from its home slot, the moved part of a table being grown from is
-// empty, the table that takes inserts is at most half full, and n counts
-// the entries of both.
+// checkIndex checks the index's structure: each segment is named by the
+// directory entries that end in one suffix of its depth, all of them; each
+// entry of it has that suffix and lies in an unbroken run from its home
+// slot; it holds at most segHalf ids, as its count says; and n counts
+// them all.
 func checkIndex(t *testing.T, x *idIndex, step int) {
 	t.Helper()
-	reachable := func(tab []uint64, mask uint64, name string) int {
+	if len(x.dir)&(len(x.dir)-1) != 0 || x.mask != uint64(len(x.dir)-1) {
+		t.Fatalf("step %d: a directory of %d entries, mask %#x", step, len(x.dir), x.mask)
+	}
+	total := 0
+	for k, m := range x.segs {
+		bits := uint64(1)<<m.depth - 1
+		var suffix uint64
+		named := 0
+		for i, d := range x.dir {
+			if d.meta != m {
+				continue
+			}
+			if d.seg != m.seg {
+				t.Fatalf("step %d: directory entry %d names segment %d with another's slots", step, i, k)
+			}
+			if named == 0 {
+				suffix = uint64(i) & bits
+			} else if uint64(i)&bits != suffix {
+				t.Fatalf("step %d: directory entries ending in %#x and %#x name segment %d of depth %d", step, suffix, uint64(i)&bits, k, m.depth)
+			}
+			named++
+		}
+		if named != len(x.dir)>>m.depth {
+			t.Fatalf("step %d: segment %d of depth %d named by %d of %d directory entries", step, k, m.depth, named, len(x.dir))
+		}
 		n := 0
-		for p, v := range tab {
+		for p, v := range m.seg {
 			if v == 0 {
 				continue
 			}
 			n++
-			for q := (v >> 32) & mask; q != uint64(p); q = (q + 1) & mask {
-				if tab[q] == 0 {
-					t.Fatalf("step %d: %s slot %d is cut off from its home %d by an empty slot %d", step, name, p, (v>>32)&mask, q)
+			if tag := v >> 32; tag&bits != suffix {
+				t.Fatalf("step %d: tag %#x in segment %d of suffix %#x (%d bits)", step, tag, k, suffix, m.depth)
+			}
+			for q := homeOf(v); q != uint64(p); q = (q + 1) & segMask {
+				if m.seg[q] == 0 {
+					t.Fatalf("step %d: segment %d slot %d is cut off from its home %d by an empty slot %d", step, k, p, homeOf(v), q)
 				}
 			}
 		}
-		return n
-	}
-	n := reachable(x.slots, x.mask, "new")
-	if 2*n > len(x.slots) {
-		t.Fatalf("step %d: %d ids in %d slots", step, n, len(x.slots))
-	}
-	if x.old != nil {
-		n += reachable(x.old, x.oldMask, "old")
-		for p := x.moveStop; p != x.cur; p = (p + 1) & x.oldMask {
-			if x.old[p] != 0 {
-				t.Fatalf("step %d: old slot %d, moved past (from %d to %d), holds an id", step, p, x.moveStop, x.cur)
-			}
+		if n != int(m.n) || n > segHalf {
+			t.Fatalf("step %d: segment %d holds %d ids, counted %d", step, k, n, m.n)
 		}
+		total += n
 	}
-	if n != x.n {
-		t.Fatalf("step %d: %d entries, n says %d", step, n, x.n)
+	if total != x.n {
+		t.Fatalf("step %d: %d entries, n says %d", step, total, x.n)
 	}
 }
 
@@ -325,84 +316,55 @@ func randomIDs(n int, r *rand.Rand) []TimerID {
 	return ids
 }
 
-// TestIndexReserve: reserve, even in the middle of a doubling, leaves one
-// table big enough for n ids at most half full, with every id found and
-// reachable from its home; the n inserts after it start no doubling.
+// TestIndexReserve: reserve, on an empty index and on one that already
+// split, leaves segments enough for n ids at about three eighths, with
+// every id found; the inserts up to n after it split nothing.
 func TestIndexReserve(t *testing.T) {
 	const recs, n = 60_000, 50_000
-	r := rand.New(rand.NewPCG(7, 8))
-	ids := randomIDs(recs, r)
-	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
-	i := uint32(1)
-	for ; x.old == nil || i < 600; i++ { // into a doubling under way
-		x.put(&ids[i], i)
-	}
-	x.reserve(n)
-	if x.old != nil || len(x.slots) < 2*n || len(x.slots)&(len(x.slots)-1) != 0 {
-		t.Fatalf("after reserve(%d): growing %v, %d slots", n, x.old != nil, len(x.slots))
-	}
-	size := len(x.slots)
-	for ; i <= n; i++ {
-		x.put(&ids[i], i)
-		if x.old != nil || len(x.slots) != size {
-			t.Fatalf("insert %d of %d reserved grew the index", i, n)
+	for _, before := range []uint32{0, 5000} {
+		ids := randomIDs(recs, rand.New(rand.NewPCG(7, uint64(before))))
+		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+		i := uint32(1)
+		for ; i <= before; i++ {
+			x.put(&ids[i], i)
 		}
-	}
-	for k := uint32(1); k < recs; k++ {
-		if got, ok := x.get(&ids[k]); ok != (k <= n) || ok && got != k {
-			t.Fatalf("record %d found at %d, %v", k, got, ok)
+		x.reserve(n)
+		checkIndex(t, &x, int(i))
+		if got := len(x.segs) * segLen; 8*n > 3*got || got > 16*n/3 {
+			t.Fatalf("after %d ids, reserve(%d): %d slots", before, n, got)
 		}
-	}
-	for p, v := range x.slots {
-		for q := (v >> 32) & x.mask; v != 0 && q != uint64(p); q = (q + 1) & x.mask {
-			if x.slots[q] == 0 {
-				t.Fatalf("slot %d is cut off from its home by an empty slot %d", p, q)
+		segs := len(x.segs)
+		for ; i <= n; i++ {
+			x.put(&ids[i], i)
+		}
+		if len(x.segs) != segs {
+			t.Fatalf("after %d ids, reserve(%d): the inserts up to it made %d segments more", before, n, len(x.segs)-segs)
+		}
+		checkIndex(t, &x, int(i))
+		for k := uint32(1); k < recs; k++ {
+			if got, ok := x.get(&ids[k]); ok != (k <= n) || ok && got != k {
+				t.Fatalf("record %d found at %d, %v", k, got, ok)
 			}
 		}
 	}
 }
 
-// TestIndexPreparesItsDoubling: from three eighths full, a table of
-// prepareFrom slots or more has its doubling's table made ready ahead,
-// which the doubling then takes (and counts in bytes meanwhile); a
-// reserve that outgrows it drops it.
-func TestIndexPreparesItsDoubling(t *testing.T) {
-	const n = 70_000
-	ids := randomIDs(n+1, rand.New(rand.NewPCG(8, 9)))
-	for _, reserveAt := range []int{0, 50_000} {
-		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
-		asked := false
-		for i := uint32(1); i <= n; i++ {
-			if int(i) == reserveAt { // past three eighths of 2^17 slots
-				require.NotNil(t, x.next)
-				x.reserve(4 * n)
-				require.Nil(t, x.next, "a reserve drops the table asked for")
-				require.Equal(t, 8*len(x.slots), x.bytes())
-			}
-			slots, preparing := len(x.slots), x.next != nil
-			x.put(&ids[i], i)
-			if x.old == nil { // putAt's calm must not let a threshold pass
-				require.LessOrEqual(t, 2*x.n, len(x.slots), "over half full at %d ids, not growing", i)
-				if x.next == nil && len(x.slots) >= prepareFrom {
-					require.LessOrEqual(t, 8*x.n, 3*len(x.slots), "past three eighths at %d ids, the doubling not asked for", i)
-				}
-			}
-			switch {
-			case len(x.slots) != slots:
-				require.True(t, preparing || slots < prepareFrom, "a doubling of %d slots at %d ids was not made ready", slots, i)
-				require.Nil(t, x.next)
-			case x.next != nil:
-				asked = true
-				require.GreaterOrEqual(t, 8*int(i), 3*len(x.slots))
-				require.Equal(t, 8*(len(x.slots)+len(x.old)+2*len(x.slots)), x.bytes())
-			}
-		}
-		require.True(t, asked)
-		x.finishGrow()
-		for i := uint32(1); i <= n; i++ {
-			got, ok := x.get(&ids[i])
-			require.True(t, ok)
-			require.Equal(t, i, got)
+// TestIndexBytes: the index grows a segment at a time, so that its memory
+// per id stays within that of segments between a quarter and a half full
+// (32 B per id, and the directory), at every size from a few segments on;
+// a table that doubled held both tables while it moved, up to 48 B per id.
+func TestIndexBytes(t *testing.T) {
+	const n = 300_000
+	ids := randomIDs(n, rand.New(rand.NewPCG(8, 9)))
+	x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+	worst := 0.0
+	for i := uint32(1); i <= n; i++ {
+		x.put(&ids[i], i)
+		if i >= 4*segHalf && i%1000 == 0 {
+			perID := float64(len(x.segs)*int(unsafe.Sizeof(segment{}))) / float64(i)
+			worst = max(worst, perID)
 		}
 	}
+	require.Equal(t, x.slots.Bytes()+len(x.segs)*16+len(x.dir)*16, x.bytes())
+	require.LessOrEqual(t, worst, 32.0*1.05, "segment bytes per id at worst")
 }

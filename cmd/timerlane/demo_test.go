@@ -96,12 +96,14 @@ func TestDemoSmall(t *testing.T) {
 }
 
 // counts are the rows that depend on the seed only, not on timing.
+// engine.Stats bytes is not one: the id index splits its segments as its
+// per-engine hash seed spreads the ids, so it may hold one more or less.
 func counts(t *testing.T, out string) map[string]string {
 	rows := table(t, out)
 	c := map[string]string{}
 	for _, label := range append(kindNames[:], "total", "transactions", "rejected TooManyTimers",
 		"rejected DuplicateTimer", "drain blocks run", "empty blocks skipped", "final height",
-		"peak pending", "engine.Stats bytes") {
+		"peak pending") {
 		c[label] = rows[label]
 	}
 	return c
@@ -216,20 +218,22 @@ func TestTierOfMatchesEngine(t *testing.T) {
 // TestDemoReserve: --reserve changes memory only: the same counts as
 // without it, and more engine memory held from the start.
 func TestDemoReserve(t *testing.T) {
-	run := func(args ...string) map[string]string {
+	const stats = "engine.Stats bytes"
+	run := func(args ...string) (map[string]string, string) {
 		code, out, errs := runDemo(t, append(small, args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
-		return counts(t, out)
+		return counts(t, out), table(t, out)[stats]
 	}
-	plain, reserved := run(), run("--reserve", "50000")
+	plain, plainStats := run()
+	reserved, reservedStats := run("--reserve", "50000")
 	for k := range plain {
-		if k != "engine.Stats bytes" && plain[k] != reserved[k] {
+		if plain[k] != reserved[k] {
 			t.Errorf("%q is %q with --reserve, %q without", k, reserved[k], plain[k])
 		}
 	}
-	if plain["engine.Stats bytes"] == reserved["engine.Stats bytes"] {
-		t.Errorf("--reserve 50000 left engine.Stats bytes at %s", plain["engine.Stats bytes"])
+	if plainStats == "" || plainStats == reservedStats {
+		t.Errorf("--reserve 50000 left %s at %q", stats, plainStats)
 	}
 }
