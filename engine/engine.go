@@ -941,7 +941,10 @@ const MaxReserve = 1 << 30
 // n pending timers never stops to grow: the timer records, the id index
 // and the tiers' chunks for n timers are allocated now, and their memory
 // is mapped now (hugepage.Touch), where a growing engine's calls pay for
-// both, in pauses of milliseconds (BenchmarkGrowth). Count the timers
+// both, in pauses of milliseconds (BenchmarkGrowth). The id index is
+// split into segments that n ids fill to three eighths on average; one
+// splits again on the way only if its share passes half, about 13
+// standard deviations above its mean. Count the timers
 // that the rollback history holds too (those the last RollbackDepth
 // blocks fired or cancelled keep their records until their block leaves
 // it). Payload bytes, actors, the overflow tier's B-tree nodes and the

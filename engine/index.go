@@ -27,7 +27,8 @@ import (
 // by one segment of 32 KiB at a time, and a split costs a pass over one
 // segment (BenchmarkGrowth's max-ms), with no second table held while it
 // grows: a table that doubled held its old and new tables together, 50 B
-// per id at a million pending, against 17 B here (BenchmarkPendingBytes).
+// per id at a million pending, against 21 B here (BenchmarkPendingBytes,
+// index-B/timer).
 //
 // The hash is keyed with a per-engine random seed so that nobody can grind
 // ids into one segment or probe run. The seed affects speed and memory
@@ -350,12 +351,13 @@ func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
 	items := make([]radix.Item, len(recs))
 	for k, i := range recs {
 		t := x.tag(x.idOf(i))
-		items[k] = radix.Item{Key: (t&x.mask)<<segShift | home(t), Pos: i}
+		// By directory entry, then by tag, whose top bits are the home.
+		items[k] = radix.Item{Key: (t&x.mask)<<32 | t, Pos: i}
 	}
 	items, _ = radix.Sort(items, nil, radix.Diff(items))
 	for _, it := range items {
-		id := x.idOf(it.Pos)
-		s, found := x.find(id, x.tag(id))
+		id := x.idOf(it.Pos) // an address: the record is read only where a tag matches
+		s, found := x.find(id, it.Key&(1<<32-1))
 		if found {
 			return id
 		}
