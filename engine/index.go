@@ -94,6 +94,9 @@ func (x *idIndex) newSegment(depth uint8) dirEntry {
 	first := uint32(len(x.segs)) * segLen
 	x.slots.Ensure(first + segLen - 1)
 	m := &segMeta{seg: (*segment)(unsafe.Pointer(x.slots.At(first))), depth: depth}
+	// Mapped now: a probe of a page never touched maps the zero page, and
+	// the write after it faults again.
+	hugepage.Touch(m.seg[:])
 	x.segs = append(x.segs, m)
 	return dirEntry{seg: m.seg, meta: m}
 }
@@ -222,6 +225,9 @@ func (x *idIndex) splitSegment(tag uint64) {
 	for i := tag&(bit-1) | bit; i < uint64(len(x.dir)); i += 2 * bit {
 		x.dir[i] = up
 	}
+	if d.meta.n == 0 { // a reservation's or a restore's split
+		return
+	}
 	x.split = x.split[:0]
 	for _, v := range d.seg {
 		if v != 0 {
@@ -347,7 +353,7 @@ func (x *idIndex) delRecs(recs []uint32, tags []uint64) {
 // each. It stops at an id that comes twice, or is already in, and returns
 // it.
 func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
-	x.reserve(x.n + len(recs))
+	x.presplit(x.n+len(recs), segHalf)
 	items := make([]radix.Item, len(recs))
 	for k, i := range recs {
 		t := x.tag(x.idOf(i))
@@ -355,13 +361,27 @@ func (x *idIndex) putAll(recs []uint32) (dup *TimerID) {
 		items[k] = radix.Item{Key: (t&x.mask)<<32 | t, Pos: i}
 	}
 	items, _ = radix.Sort(items, nil, radix.Diff(items))
-	for _, it := range items {
-		id := x.idOf(it.Pos) // an address: the record is read only where a tag matches
-		s, found := x.find(id, it.Key&(1<<32-1))
-		if found {
-			return id
+	for from := 0; from < len(items); {
+		i := items[from].Key >> 32
+		to := from + 1
+		for to < len(items) && items[to].Key>>32 == i {
+			to++
 		}
-		x.putAt(s, it.Pos)
+		// A segment that its share would fill past half splits now,
+		// while empty or nearly, rather than full; each half then takes
+		// its ids in order of their homes.
+		if m := x.dir[i].meta; int(m.n)+to-from > segHalf && m.depth < maxSegDepth {
+			x.splitSegment(i)
+		}
+		for _, it := range items[from:to] {
+			id := x.idOf(it.Pos) // an address: the record is read only where a tag matches
+			s, found := x.find(id, it.Key&(1<<32-1))
+			if found {
+				return id
+			}
+			x.putAt(s, it.Pos)
+		}
+		from = to
 	}
 	return nil
 }
@@ -382,24 +402,25 @@ func (x *idIndex) bytes() int {
 }
 
 // reserve splits segments now so that n ids, spread as tags are, fill
-// them to about three eighths on average: an engine that reserved room
-// for n timers (Engine.Reserve), or a restore, splits a segment on its way
-// there only where the tags crowd one. The new segments' pages are mapped
-// now.
-func (x *idIndex) reserve(n int) {
+// them to three eighths on average: an engine that reserved room for n
+// timers (Engine.Reserve) splits a segment on its way there only where
+// the tags crowd one past half.
+func (x *idIndex) reserve(n int) { x.presplit(n, 3*segLen/8) }
+
+// presplit splits segments until n ids, spread as tags are, average at
+// most perSeg a segment. A restore asks for half full, as growth leaves a
+// segment at most (those its ids crowd past half split as they come):
+// more would hold memory that an engine grown to n does not.
+func (x *idIndex) presplit(n, perSeg int) {
 	depth := uint8(0)
-	for depth < maxSegDepth && 3*(segLen<<depth) < 8*n {
+	for depth < maxSegDepth && perSeg<<depth < n {
 		depth++
 	}
-	had := len(x.segs)
 	// The directory doubles under the loop: its new entries copy the old
 	// ones and are visited too.
 	for i := 0; i < len(x.dir); i++ {
 		for x.dir[i].meta.depth < depth {
 			x.splitSegment(uint64(i))
 		}
-	}
-	for _, m := range x.segs[had:] {
-		hugepage.Touch(m.seg[:])
 	}
 }

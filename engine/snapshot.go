@@ -282,7 +282,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 	s.at = "timers"
 	count := s.u64()
 	if s.err == nil {
-		e.ids.reserve(int(min(count, 1<<22))) // a damaged count must not allocate much
+		e.ids.presplit(int(min(count, 1<<22)), segHalf) // a damaged count must not allocate much
 	}
 	lastSeq := uint64(0)
 	s.at = "timer"
