@@ -35,16 +35,21 @@ import (
 // only (which segments split when): the index is never iterated in an
 // order that shows, so nothing observable depends on it.
 type idIndex struct {
+	// What lookups and inserts read, in one line of 64 bytes; what only
+	// growth reads, behind a pointer.
 	dir  []dirEntry // the segment of tag t is dir[t&mask]
 	mask uint64     // len(dir)-1: the directory has 2^depth entries
-
-	segs  []*segMeta        // every segment, in the order made
-	slots slab.Slab[uint64] // the segments' slots: segment k is chunk k
-	n     int               // ids
-	split []uint64          // a splitting segment's ids, reused
-
 	seed [2]uint64
 	idOf func(rec uint32) *TimerID
+	n    int // ids
+	*segments
+}
+
+// segments is the index's memory: its segments' metadata and slots.
+type segments struct {
+	segs  []*segMeta        // every segment, in the order made
+	slots slab.Slab[uint64] // the segments' slots: segment k is chunk k
+	split []uint64          // a splitting segment's ids, reused
 }
 
 const (
@@ -79,7 +84,7 @@ type dirEntry struct {
 }
 
 func newIDIndex(idOf func(uint32) *TimerID) idIndex {
-	x := idIndex{seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf}
+	x := idIndex{seed: [2]uint64{rand.Uint64(), rand.Uint64()}, idOf: idOf, segments: new(segments)}
 	x.dir = []dirEntry{x.newSegment(0)}
 	return x
 }
@@ -133,7 +138,7 @@ func (x *idIndex) find(id *TimerID, tag uint64) (slot, bool) {
 // or the first empty one.
 func probe(s *segment, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uint64, bool) {
 	for p := home(tag); ; p = (p + 1) & segMask {
-		v := s[p]
+		v := *slotAt(s, p)
 		if v == 0 {
 			return p, false
 		}
@@ -141,6 +146,14 @@ func probe(s *segment, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uin
 			return p, true
 		}
 	}
+}
+
+// slotAt is &s[p&segMask], by address arithmetic: s[p] makes the compiler
+// load the segment's first line as a check that s is not nil (it never
+// is), one more line for a lookup to wait for (probe). In probeRec that
+// check also serves shiftBack's accesses after it, and stays.
+func slotAt(s *segment, p uint64) *uint64 {
+	return (*uint64)(unsafe.Add(unsafe.Pointer(s), p&segMask<<3))
 }
 
 // prefetchRun starts loading the line of tag's home slot and the line
