@@ -35,7 +35,7 @@ import (
 // only (which segments split when): the index is never iterated in an
 // order that shows, so nothing observable depends on it.
 type idIndex struct {
-	// What lookups and inserts read, in one line of 64 bytes; what only
+	// What lookups and inserts read, together in 64 bytes; what only
 	// growth reads, behind a pointer.
 	dir  []dirEntry // the segment of tag t is dir[t&mask]
 	mask uint64     // len(dir)-1: the directory has 2^depth entries
