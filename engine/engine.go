@@ -951,7 +951,7 @@ const MaxReserve = 1 << 30
 // history's lists still grow on demand, and so does everything past n.
 // The room stays for the engine's life, rollbacks included; a smaller n
 // than before changes nothing. Nothing observable depends on it (the
-// delivery, the root). It holds about 145 bytes per timer at a million
+// delivery, the root). It holds about 150 bytes per timer at a million
 // (Stats' arena and index; BenchmarkGrowth's reserved-B/timer).
 func (e *Engine) Reserve(n int) error {
 	if n < 0 || n > MaxReserve {
