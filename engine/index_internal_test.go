@@ -16,7 +16,9 @@ import (
 // failing), also into a table that already holds ids, and reports an id
 // that comes twice.
 func TestPutAll(t *testing.T) {
-	for _, tc := range []struct{ before, bulk int }{{0, 0}, {0, 1}, {0, 5000}, {300, 5000}, {4000, 10}} {
+	// {0, 8150}: four segments of about 2,038 ids each, some of which
+	// pass segHalf and split within the bulk insert.
+	for _, tc := range []struct{ before, bulk int }{{0, 0}, {0, 1}, {0, 5000}, {300, 5000}, {4000, 10}, {0, 8150}} {
 		ids := randomIDs(tc.before+tc.bulk, rand.New(rand.NewPCG(uint64(tc.before), uint64(tc.bulk))))
 		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
 		for i := 1; i <= tc.before; i++ {
@@ -31,6 +33,10 @@ func TestPutAll(t *testing.T) {
 		}
 		if x.n != len(ids)-1 {
 			t.Fatalf("%+v: %d ids, want %d", tc, x.n, len(ids)-1)
+		}
+		checkIndex(t, &x, -1)
+		if tc.bulk == 8150 && len(x.segs) <= 4 {
+			t.Fatalf("%+v: %d segments: no segment split in the bulk insert", tc, len(x.segs))
 		}
 		for i := 1; i < len(ids); i++ {
 			if got, ok := x.get(&ids[i]); !ok || got != uint32(i) {
