@@ -374,3 +374,26 @@ func TestIndexBytes(t *testing.T) {
 	require.Equal(t, x.slots.Bytes()+len(x.segs)*16+len(x.dir)*16, x.bytes())
 	require.LessOrEqual(t, worst, 32.0*1.05, "segment bytes per id at worst")
 }
+
+// TestBulkWord: a restore's word gives back its tag and record, and two
+// words agree in their top d bits exactly when their tags name the same
+// segment at depth d.
+func TestBulkWord(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	for range 10_000 {
+		a, b := uint64(r.Uint32()|1), uint64(r.Uint32()|1)
+		if r.IntN(2) == 0 { // alike in some low bits
+			b = b&^(1<<r.IntN(21)-1) | a&(1<<r.IntN(21)-1)
+		}
+		rec := r.Uint32()
+		v, w := bulkWord(a, rec), bulkWord(b, rec+1)
+		if bulkTag(v) != a || uint32(v) != rec || bulkTag(w) != b {
+			t.Fatalf("tag %#x, record %d: word %#x gives back %#x, %d", a, rec, v, bulkTag(v), uint32(v))
+		}
+		for d := uint(1); d <= maxSegDepth; d++ {
+			if same, want := v>>(64-d) == w>>(64-d), a&(1<<d-1) == b&(1<<d-1); same != want {
+				t.Fatalf("tags %#x and %#x at depth %d: words agree %v, segments %v", a, b, d, same, want)
+			}
+		}
+	}
+}
