@@ -150,8 +150,9 @@ func probe(s *segment, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uin
 
 // slotAt is &s[p&segMask], by address arithmetic: s[p] makes the compiler
 // load the segment's first line as a check that s is not nil (it never
-// is), one more line for a lookup to wait for (probe). In probeRec that
-// check also serves shiftBack's accesses after it, and stays.
+// is), one more line for a lookup to wait for (probe), an insert or a
+// prefetch. In probeRec that check also serves shiftBack's accesses
+// after it, and stays.
 func slotAt(s *segment, p uint64) *uint64 {
 	return (*uint64)(unsafe.Add(unsafe.Pointer(s), p&segMask<<3))
 }
@@ -161,7 +162,7 @@ func slotAt(s *segment, p uint64) *uint64 {
 // full often crosses into the next line.
 func (x *idIndex) prefetchRun(tag uint64) {
 	s, h := x.dir[tag&x.mask].seg, home(tag)
-	prefetch.Lines(unsafe.Pointer(&s[h]), unsafe.Pointer(&s[(h|7+1)&segMask]), nil, nil)
+	prefetch.Lines(unsafe.Pointer(slotAt(s, h)), unsafe.Pointer(slotAt(s, h|7+1)), nil, nil)
 }
 
 // lookup finds id: its record and slot, or the slot where it would go.
@@ -188,7 +189,7 @@ func (x *idIndex) putAt(s slot, rec uint32) {
 	if s.meta.n >= segHalf {
 		s = x.makeRoom(s.tag)
 	}
-	s.seg[s.p&segMask] = s.tag<<32 | uint64(rec)
+	*slotAt(s.seg, s.p) = s.tag<<32 | uint64(rec)
 	s.meta.n++
 	x.n++
 }
