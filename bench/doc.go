@@ -11,8 +11,10 @@
 // map_slices (height -> slice, CIP-5's node layout). Gaps: exp (geometric,
 // mean 1024), uniform (1..2000), bimodal (90% 1..64, 10% 50,000..500,000),
 // far (90% 1..64, 10% 500,000..5,000,000; both through the epoch tier of
-// the default layout) and beyond (90% 1..64, 10% 10M..100M, through the
-// overflow B-tree as well). Residents start
+// the default layout), beyond (90% 1..64, 10% 10M..100M, through the
+// overflow B-tree as well) and near (bimodal's near mode alone, 1..64:
+// every timer stays in the ring, the calendar's floor under bimodal's
+// time). Residents start
 // in the model's equilibrium, so no warm-up is needed. allocs/Mop is the
 // exact allocation count per million ops, which allocs/op truncates.
 //

@@ -37,6 +37,7 @@ var dists = []dist{
 	{"bimodal", bimodalGap},
 	{"far", farGap},
 	{"beyond", beyondGap},
+	{"near", nearGap},
 }
 
 // survival[g] is P(X >= g) in 0.64 fixed point for X geometric with success
@@ -67,6 +68,11 @@ func bimodalGap(r *rand.Rand) uint64 {
 	}
 	return 50_000 + r.Uint64N(450_001)
 }
+
+// nearGap is bimodal's near mode alone (1..64): every timer stays in the
+// ring, so the calendar's time here is its floor under bimodal, whose far
+// timers add to it.
+func nearGap(r *rand.Rand) uint64 { return 1 + r.Uint64N(64) }
 
 // farGap is bimodal with the far gaps ten times longer (500,000..5,000,000):
 // under the default layout the epoch tier ends 8,392,704 blocks ahead, so
