@@ -64,7 +64,7 @@ func expGap(r *rand.Rand) uint64 {
 // (50,000..500,000, through the epoch tier).
 func bimodalGap(r *rand.Rand) uint64 {
 	if r.Uint64N(10) != 0 {
-		return 1 + r.Uint64N(64)
+		return nearGap(r)
 	}
 	return 50_000 + r.Uint64N(450_001)
 }
@@ -79,7 +79,7 @@ func nearGap(r *rand.Rand) uint64 { return 1 + r.Uint64N(64) }
 // these far timers too pass through the epoch tier.
 func farGap(r *rand.Rand) uint64 {
 	if r.Uint64N(10) != 0 {
-		return 1 + r.Uint64N(64)
+		return nearGap(r)
 	}
 	return 500_000 + r.Uint64N(4_500_001)
 }
@@ -89,7 +89,7 @@ func farGap(r *rand.Rand) uint64 {
 // slow path.
 func beyondGap(r *rand.Rand) uint64 {
 	if r.Uint64N(10) != 0 {
-		return 1 + r.Uint64N(64)
+		return nearGap(r)
 	}
 	return 10_000_000 + r.Uint64N(90_000_001)
 }
