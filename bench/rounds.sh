@@ -2,8 +2,8 @@
 # rounds.sh: compare test binaries of ./bench in rounds that run each once,
 # the order rotating from round to round: on these shared machines the
 # binary that ran last in a round of a fixed order came out up to 11 %
-# slower than a copy of itself that ran before it (README, "Since the
-# table, session 26"). Prints, for each binary and benchmark, the median
+# slower than a copy of itself that ran before it (docs/BENCHMARK_HISTORY.md,
+# "Sessions 24 to 27"). Prints, for each binary and benchmark, the median
 # ns/op over the rounds with the minimum and maximum, and for
 # BenchmarkScheduleOverKeccak the median share over-keccak / keccak.
 #

@@ -62,7 +62,7 @@ type Config struct {
 	// (wal.Log.StartSnapshot): less than half the pause at a million
 	// timers, for memory that holds the encoding (154-176 bytes per
 	// pending timer at a million with the state root's tree:
-	// BenchmarkSnapshotCommit, README) until it is written. A
+	// BenchmarkSnapshotCommit, docs/DURABILITY.md) until it is written. A
 	// failure of that background write fails the next Commit (or Rollback)
 	// with ErrLogFailed, as a failure to append a record would; the block
 	// that started the snapshot stays committed (its record was synced

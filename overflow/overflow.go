@@ -43,7 +43,7 @@ const hintReach = 1 << 16
 // of its leaf, so that at degree 64 a million far timers crossing into the
 // epoch tier spent most of their 0.31-0.36 ms a block shifting; at 32,
 // 0.24-0.25 ms, with inserts, cancels, rollbacks and memory no worse
-// (session 18's alternating runs, README).
+// (session 18's alternating runs, docs/BENCHMARK_HISTORY.md).
 func New() *Tree {
 	return &Tree{t: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true, Degree: 32})}
 }

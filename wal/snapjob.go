@@ -7,7 +7,7 @@ import (
 
 // A snapshot is encoded on the caller's goroutine and written to its file
 // on a goroutine of its own (StartSnapshot): encoding is less than half of
-// a snapshot's time (a million timers: 172 ms of 376, README), the rest
+// a snapshot's time (a million timers: 172 ms of 376, docs/DURABILITY.md), the rest
 // being compression, writes and fsyncs, so the caller (a node between two
 // blocks) waits for the encoding only. The
 // payload passes between the two in chunks of snapChunkSize; at most
@@ -20,7 +20,7 @@ import (
 // at most snapQueueChunks+2+snapFreeChunks chunks of payload (518 MiB),
 // and the writer's two buffers of about a chunk (the framed chunk, and
 // its own chunk, used only for a short last one). The encoding of a
-// million timers with the state root's tree allocates 161-185 MB (README).
+// million timers with the state root's tree allocates 161-185 MB (docs/DURABILITY.md).
 const snapQueueChunks = 512
 
 // snapFreeChunks is how many written chunks wait for the encoder to reuse:

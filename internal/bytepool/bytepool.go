@@ -57,7 +57,7 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 		// A shift and a mask where a division was, on every Alloc, Load
 		// and NextAddr (Schedule and end of block, per payload):
 		// Schedule with a 32-byte payload, 0.299 -> 0.275 of its Keccak
-		// (BenchmarkScheduleOverKeccak, README).
+		// (BenchmarkScheduleOverKeccak, docs/BENCHMARK_HISTORY.md).
 		cl.chkBits = uint(bits.TrailingZeros(uint(cl.perChk)))
 	}
 	var it uint32
