@@ -16,7 +16,13 @@
 // every timer stays in the ring, the calendar's floor under bimodal's
 // time). Residents start
 // in the model's equilibrium, so no warm-up is needed. allocs/Mop is the
-// exact allocation count per million ops, which allocs/op truncates.
+// exact allocation count per million ops, which allocs/op truncates; the
+// calendar's timers/block is how many ops share each block's fixed work.
+//
+// BenchmarkHoldBlockShare runs the calendar under near gaps with as few
+// resident timers as give bimodal's timers/block at 1M (about 1,180): the
+// same share of block work per op, with every timer in cache. Bimodal's
+// time above it is what its far timers cost.
 //
 // Engine benchmarks, through the public API with a no-op Executor:
 //

@@ -49,10 +49,14 @@ func benchHold(b *testing.B, name string, w *workload) {
 	case "calendar":
 		c := newCalendarHold(w)
 		settle(&before)
+		from := c.cur
 		for b.Loop() {
 			c.step()
 		}
 		sum = c.sum
+		// Each block costs the calendar a fixed share (Advance, Take and
+		// staging), which the timers due in it divide.
+		b.ReportMetric(float64(b.N)/float64(max(1, c.cur-from)), "timers/block")
 	case "heap":
 		c := newHeapHold(w)
 		settle(&before)
@@ -89,6 +93,19 @@ func benchHold(b *testing.B, name string, w *workload) {
 	// shows only here (and in B/op).
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)*1e6/float64(b.N), "allocs/Mop")
+}
+
+// BenchmarkHoldBlockShare is the calendar under near gaps alone with as
+// many timers due per block as bimodal has at 1M resident: every timer
+// in the ring and in cache, each block's fixed share of the work the same
+// as bimodal's. Bimodal's time above it is its far timers' cost.
+func BenchmarkHoldBlockShare(b *testing.B) {
+	near, bimodal := distNamed("near"), distNamed("bimodal")
+	// Timers due per block are n / mean gap, in equilibrium.
+	n := int(1_000_000 * meanGap(near) / meanGap(bimodal))
+	b.Run(fmt.Sprintf("dist=near/n=%d/impl=calendar", n), func(b *testing.B) {
+		benchHold(b, "calendar", newWorkload(near, n))
+	})
 }
 
 // settle collects the setup's garbage, so that no implementation pays for

@@ -103,6 +103,25 @@ type workload struct {
 
 var gapCache = map[string][]uint32{}
 
+// distNamed is the distribution of that name.
+func distNamed(name string) dist {
+	for _, d := range dists {
+		if d.name == name {
+			return d
+		}
+	}
+	panic("bench: no distribution " + name)
+}
+
+// meanGap is the mean of d's drawn gaps.
+func meanGap(d dist) float64 {
+	var sum uint64
+	for _, g := range gapsOf(d) {
+		sum += uint64(g)
+	}
+	return float64(sum) / gapCount
+}
+
 func gapsOf(d dist) []uint32 {
 	if g, ok := gapCache[d.name]; ok {
 		return g
