@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -104,14 +103,6 @@ func (l *MemLedger) find(a *Address) (uint32, bool) {
 		l.last, l.lastAt, l.hasLast = *a, i, true
 	}
 	return i, ok
-}
-
-// sameAddr is *a == *b in three loads of each: the compiler compares
-// 20-byte arrays with a call.
-func sameAddr(a, b *Address) bool {
-	return binary.LittleEndian.Uint64(a[:8]) == binary.LittleEndian.Uint64(b[:8]) &&
-		binary.LittleEndian.Uint64(a[8:16]) == binary.LittleEndian.Uint64(b[8:16]) &&
-		binary.LittleEndian.Uint32(a[16:]) == binary.LittleEndian.Uint32(b[16:])
 }
 
 // NewMemLedger returns an empty ledger: every balance is 0.

@@ -253,19 +253,6 @@ func newRand(seed uint64) func() uint64 {
 	}
 }
 
-func TestSameAddr(t *testing.T) {
-	var a Address
-	for i := range a {
-		a[i] = byte(i + 1)
-	}
-	require.True(t, sameAddr(&a, &a))
-	for i := range a { // a difference in any byte counts
-		b := a
-		b[i] ^= 0x80
-		require.False(t, sameAddr(&a, &b), "byte %d", i)
-	}
-}
-
 // TestExtendTakesCleanFeeEntry: a fee entry freed by one timer and taken
 // by the extend of a timer that stated no fees holds only the new expiry,
 // none of the fields its last owner stated.

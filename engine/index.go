@@ -142,7 +142,7 @@ func probe(s *segment, tag uint64, id *TimerID, idOf func(uint32) *TimerID) (uin
 		if v == 0 {
 			return p, false
 		}
-		if v>>32 == tag && *idOf(uint32(v)) == *id {
+		if v>>32 == tag && sameID(idOf(uint32(v)), id) {
 			return p, true
 		}
 	}

@@ -288,7 +288,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	}
 	r := e.recs.At(i)
 	a := &e.actors.recs[r.actor]
-	if a.addr != s.actor {
+	if !sameAddr(&a.addr, &s.actor) {
 		return Cost{}, ErrNotOwner
 	}
 	e.ids.delAt(at)
