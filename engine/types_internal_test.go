@@ -9,24 +9,23 @@ import (
 // TestSameBytes: sameAddr and sameID tell equal arrays from arrays that
 // differ in any one byte.
 func TestSameBytes(t *testing.T) {
-	var a Address
-	for i := range a {
-		a[i] = byte(i + 1)
-	}
-	require.True(t, sameAddr(&a, &a))
-	for i := range a {
-		b := a
-		b[i] ^= 0x80
-		require.False(t, sameAddr(&a, &b), "address byte %d", i)
-	}
-	var id TimerID
-	for i := range id {
-		id[i] = byte(i + 1)
-	}
-	require.True(t, sameID(&id, &id))
-	for i := range id {
-		other := id
-		other[i] ^= 0x80
-		require.False(t, sameID(&id, &other), "id byte %d", i)
+	for _, tc := range []struct {
+		name string
+		len  int
+		same func(a, b []byte) bool
+	}{
+		{"address", len(Address{}), func(a, b []byte) bool { return sameAddr((*Address)(a), (*Address)(b)) }},
+		{"id", len(TimerID{}), func(a, b []byte) bool { return sameID((*TimerID)(a), (*TimerID)(b)) }},
+	} {
+		a := make([]byte, tc.len)
+		for i := range a {
+			a[i] = byte(i + 1)
+		}
+		require.True(t, tc.same(a, a), tc.name)
+		for i := range a {
+			b := append([]byte(nil), a...)
+			b[i] ^= 0x80
+			require.False(t, tc.same(a, b), "%s byte %d", tc.name, i)
+		}
 	}
 }
