@@ -117,12 +117,13 @@ func (c *Chunks) release(i uint32) {
 	c.live--
 }
 
-// Prefetch starts loading the entry at p if p names one (chunk 0 is
-// reserved: an owner's 0 says "no position").
-func (c *Chunks) Prefetch(p Pos) {
+// Addr is the address of the entry at p, to prefetch, or nil if p names
+// none (chunk 0 is reserved: an owner's 0 says "no position").
+func (c *Chunks) Addr(p Pos) unsafe.Pointer {
 	if k := uint32(p) / ChunkLen; k != nilChunk && int(k) < c.slab.Cap() {
-		prefetch.Line(unsafe.Pointer(c.at(p)))
+		return unsafe.Pointer(c.at(p))
 	}
+	return nil
 }
 
 // prefetchFull starts loading the lines of full chunk i past its first,

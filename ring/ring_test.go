@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
 func TestNewSizes(t *testing.T) {
@@ -489,8 +491,8 @@ func TestRingMoveIn(t *testing.T) {
 	}
 }
 
-// TestPrefetchAnyPos: a prefetch is a hint, so any position, including 0
-// (no position) and positions past the arena, is accepted and changes
+// TestPrefetchAnyPos: an entry's address to prefetch is nil for position
+// 0 (no position) and positions past the arena, and prefetching it changes
 // nothing; and a bucket's tail address is where its next Push writes, or
 // nil when that Push takes a new chunk.
 func TestPrefetchAnyPos(t *testing.T) {
@@ -500,8 +502,18 @@ func TestPrefetchAnyPos(t *testing.T) {
 		t.Fatalf("empty bucket: tail address %p, want nil", a)
 	}
 	p := b.Push(c, Entry{Height: 7, Seq: 1, Val: 9})
-	for _, q := range []Pos{0, 1, p, p + 1, ChunkLen * 4095, ChunkLen * 4096, 1<<31 - 1, 1<<32 - 1} {
-		c.Prefetch(q)
+	if a := c.Addr(p); a != unsafe.Pointer(c.at(p)) {
+		t.Fatalf("Addr(%d) = %p, want the entry's %p", p, a, c.at(p))
+	}
+	for _, tc := range []struct {
+		q     Pos
+		valid bool
+	}{{0, false}, {1, false}, {p, true}, {p + 1, true}, {ChunkLen * 4095, true}, {ChunkLen * 4096, false}, {1<<31 - 1, false}, {1<<32 - 1, false}} {
+		a := c.Addr(tc.q)
+		if (a != nil) != tc.valid {
+			t.Fatalf("Addr(%d) = %p; want an address: %v", tc.q, a, tc.valid)
+		}
+		prefetch.Lines(a, nil, nil, nil)
 	}
 	next := b.TailAddr(c)
 	full := Bucket{}

@@ -441,13 +441,14 @@ func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
 // at p, and its bucket, which a Remove will read and write. It is a hint:
 // any h and p are harmless.
 func (q *Queue) PrefetchAt(h uint64, p ring.Pos) {
-	q.C.Prefetch(p)
+	var b unsafe.Pointer
 	switch {
 	case h <= q.ringEnd:
-		prefetch.Line(unsafe.Pointer(q.ring.Bucket(h)))
+		b = unsafe.Pointer(q.ring.Bucket(h))
 	case h <= q.epochEnd:
-		prefetch.Line(unsafe.Pointer(q.epochs.Bucket(q.epochs.Of(h))))
+		b = unsafe.Pointer(q.epochs.Bucket(q.epochs.Of(h)))
 	}
+	prefetch.Lines(q.C.Addr(p), b, nil, nil) // one call: each costs more than its hint
 }
 
 // Remove takes the resident timer (height, seq), last reported at p, out
