@@ -55,8 +55,19 @@ func (h *Harness) Insert(height uint64) error {
 		return fmt.Errorf("harness: insert at %d <= current %d", height, h.Cur())
 	}
 	h.Seq++
+	// The address to prefetch must be where the insert writes: else the
+	// hint loads the wrong line. When there is none, a ring insert takes
+	// a new chunk.
+	addr := h.Q.InsertAddr(height)
 	p := h.Q.Insert(ring.Entry{Height: height, Seq: h.Seq, Val: uint32(h.Seq)})
-	if h.Q.TierOf(height) != calendar.TierOverflow {
+	tier := h.Q.TierOf(height)
+	switch {
+	case addr != nil && (tier == calendar.TierOverflow || addr != h.Q.C.Addr(p)):
+		return fmt.Errorf("Insert(%d, %d): InsertAddr %p, but it wrote at position %d (%p), tier %d", height, h.Seq, addr, p, h.Q.C.Addr(p), tier)
+	case addr == nil && tier == calendar.TierRing && p%ring.ChunkLen != 0:
+		return fmt.Errorf("Insert(%d, %d): no InsertAddr, but it wrote at position %d of a chunk it had", height, h.Seq, p)
+	}
+	if tier != calendar.TierOverflow {
 		if seq, val := h.Q.C.At(p); seq != h.Seq || uint64(val) != h.Seq {
 			return fmt.Errorf("Insert(%d, %d): position %d holds seq %d val %d", height, h.Seq, p, seq, val)
 		}
@@ -82,6 +93,7 @@ func (h *Harness) Resident() []uint64 {
 // by Remove when it is odd, so that both paths run in every program.
 func (h *Harness) Remove(seq uint64) {
 	ht := h.Height[seq]
+	h.Q.PrefetchAt(ht, h.Pos[seq]) // as Cancel does: a hint that changes nothing
 	if seq%2 == 0 {
 		h.Q.Kill(ht, seq, h.Pos[seq])
 	} else {
