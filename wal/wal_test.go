@@ -591,6 +591,46 @@ func TestSnapshotDamage(t *testing.T) {
 			t.Fatalf("truncated snapshot: %+v", got)
 		}
 	})
+	// The log reaches a base below the damaged snapshot but stops short of
+	// it: falling back would lose state that was durable, so Open refuses,
+	// naming the snapshot, the base and how far the log goes.
+	t.Run("named error when the log stops short of it", func(t *testing.T) {
+		fromStart := func() *vfs.MemFS { // one segment from the log's start, no older snapshot
+			m := vfs.NewMem()
+			l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1 << 20, RetainSnapshots: 2})
+			appendRange(t, l, 1, 40)
+			snapshot(t, l, 35)
+			appendRange(t, l, 41, 45)
+			l.Close()
+			seg := "/wal/" + segmentName(1)
+			size, _ := m.Stat(seg)
+			m.Truncate(seg, size/2) // a torn tail well below height 35
+			return m
+		}
+		fromSnap := func() *vfs.MemFS { // the base is snapshot 20, its segments after 26 lost
+			m := build(2)
+			for _, first := range []uint64{27, 38, 44} {
+				if err := m.Remove("/wal/" + segmentName(first)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return m
+		}
+		for _, tc := range []struct {
+			name string
+			m    *vfs.MemFS
+			want string
+		}{
+			{"from its start", fromStart(), "(and the log, from its start, reaches only height "},
+			{"from an older snapshot", fromSnap(), "(and the log, from " + snapshotName(20) + ", reaches only height 26)"},
+		} {
+			flipBit(t, tc.m, newest, 40, 0)
+			_, err := Open(tc.m, "/wal", Options{Logf: quiet})
+			if ce := asCorrupt(err); ce == nil || ce.Segment != snapshotName(35) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: open: %v; want the damaged %s named and %q", tc.name, err, snapshotName(35), tc.want)
+			}
+		}
+	})
 	t.Run("named error when it does not", func(t *testing.T) {
 		m := build(1)
 		flipBit(t, m, newest, 40, 0)
