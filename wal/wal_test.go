@@ -1452,3 +1452,33 @@ func TestFramedBody(t *testing.T) {
 		}
 	})
 }
+
+// TestKeepRecordsReportsDamage: a log opened with KeepRecords reports the
+// damage of a segment after its newest snapshot as a log opened without
+// it does: the same file and offset, nothing recovered.
+func TestKeepRecordsReportsDamage(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 500, KeepRecords: 5})
+	appendRange(t, l, 1, 20)
+	snapshot(t, l, 20)
+	appendRange(t, l, 21, 40)
+	l.Close()
+	segs := segmentsIn(t, m, "/wal")
+	var after []string // the segments after the snapshot, but the last
+	for _, s := range segs[:len(segs)-1] {
+		if first, _ := parseName(s, segSuffix); first > 20 {
+			after = append(after, s)
+		}
+	}
+	if len(after) == 0 {
+		t.Fatalf("no whole segment after the snapshot: %v", segs)
+	}
+	path := "/wal/" + after[0]
+	flipBit(t, m, path, segHeaderSize+10, 3) // inside its first record
+	_, plain := Open(m, "/wal", Options{Logf: quiet})
+	_, keeping := Open(m, "/wal", Options{Logf: quiet, KeepRecords: 5})
+	want, got := asCorrupt(plain), asCorrupt(keeping)
+	if want == nil || got == nil || want.Segment != after[0] || *got != *want {
+		t.Fatalf("damage at %s offset %d: without KeepRecords %v; with it %v", after[0], segHeaderSize+10, plain, keeping)
+	}
+}
