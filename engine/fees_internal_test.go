@@ -284,3 +284,43 @@ func TestExtendTakesCleanFeeEntry(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, Fees{Set: HasExpiresAt, ExpiresAt: exp}, *e.feeOf(e.recs.At(i)))
 }
+
+// TestRevertedExtendFreesItsFeeEntry: the extend of a timer that stated
+// no fees takes a fee entry; reverting it gives the entry back and leaves
+// the timer with no stated fees, root included, so that the same extend
+// is valid again.
+func TestRevertedExtendFreesItsFeeEntry(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Policy, cfg.StateRoot = PolicyLane, true
+	e, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	actor := Address{1}
+	tx, err := e.Begin(actor, 1)
+	require.NoError(t, err)
+	id, _, err := tx.Schedule(10, []byte("a"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	root := e.Root()
+
+	exp := 10 + cfg.Lane.MaxTTLBlocks // the only expiry a default timer may extend to
+	for _, revert := range []bool{true, false} {
+		tx, err = e.Begin(actor, 2)
+		require.NoError(t, err)
+		_, err = tx.Extend(id, exp)
+		require.NoError(t, err)
+		i, ok := e.ids.get(&id)
+		require.True(t, ok)
+		require.Equal(t, Fees{Set: HasExpiresAt, ExpiresAt: exp}, *e.feeOf(e.recs.At(i)))
+		if !revert {
+			require.NoError(t, tx.Commit())
+			require.NotEqual(t, root, e.Root(), "a committed extend changes the root")
+			break
+		}
+		entry := e.recs.At(i).fee
+		require.NoError(t, tx.Revert())
+		require.Nil(t, e.feeOf(e.recs.At(i)), "the reverted extend's fee entry")
+		require.Contains(t, e.lane.feeFree, entry, "the entry is free again")
+		require.Equal(t, root, e.Root())
+	}
+}
