@@ -454,12 +454,14 @@ func TestLaneAgents(t *testing.T) {
 	tests := []struct {
 		name     string
 		agent    *fixedAgent
+		removed  bool // SetAgent(actor, nil) after it: the default agent again
 		wantPrio string
 	}{
-		{"custom bid", &fixedAgent{bid: engine.Bid{MaxFee: amount("1000"), MaxPriorityFee: amount("7")}}, "7"},
-		{"tip clamped by max fee", &fixedAgent{bid: engine.Bid{MaxFee: amount("103"), MaxPriorityFee: amount("7")}}, "3"},
-		{"error: default agent", &fixedAgent{err: errors.New("no bid")}, "0"},
-		{"panic: default agent", &fixedAgent{panic: true}, "0"},
+		{"custom bid", &fixedAgent{bid: engine.Bid{MaxFee: amount("1000"), MaxPriorityFee: amount("7")}}, false, "7"},
+		{"tip clamped by max fee", &fixedAgent{bid: engine.Bid{MaxFee: amount("103"), MaxPriorityFee: amount("7")}}, false, "3"},
+		{"error: default agent", &fixedAgent{err: errors.New("no bid")}, false, "0"},
+		{"panic: default agent", &fixedAgent{panic: true}, false, "0"},
+		{"removed: default agent", &fixedAgent{bid: engine.Bid{MaxFee: amount("1000"), MaxPriorityFee: amount("7")}}, true, "0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -467,6 +469,9 @@ func TestLaneAgents(t *testing.T) {
 			l.fund(actorA, "1000000000000")
 			l.fund(actorB, "1000000000000")
 			l.e.SetAgent(actorA, tc.agent)
+			if tc.removed {
+				l.e.SetAgent(actorA, nil)
+			}
 			l.block(1, actorA, func(tx engine.Tx) { l.schedule(tx, 3, "a", engine.Fees{}) })
 			// Stated fees win over the agent.
 			l.block(2, actorA, func(tx engine.Tx) {
@@ -476,6 +481,10 @@ func TestLaneAgents(t *testing.T) {
 			require.Equal(t, 2, res.Fired)
 			prios := []string{l.log.fees[0].PriorityFee.String(), l.log.fees[1].PriorityFee.String()}
 			require.ElementsMatch(t, []string{tc.wantPrio, "1"}, prios)
+			if tc.removed {
+				require.Empty(t, tc.agent.seen, "a removed agent is not asked")
+				return
+			}
 			require.Len(t, tc.agent.seen, 1, "asked once, for the timer without fees")
 			c := tc.agent.seen[0]
 			require.Equal(t, uint64(3), c.TriggerHeight)
