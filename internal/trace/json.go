@@ -225,7 +225,7 @@ var maxAmount = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewIn
 func amount(v json.RawMessage) (string, error) {
 	s, err := str(v)
 	if err != nil {
-		return "", fmt.Errorf("amount %v", err)
+		return "", fmt.Errorf("must be a decimal string, not %s", typeName(v))
 	}
 	n, ok := new(big.Int).SetString(s, 10)
 	if !ok || s == "" || s[0] == '+' || s[0] == '-' || (len(s) > 1 && s[0] == '0') {
