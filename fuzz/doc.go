@@ -11,8 +11,9 @@
 //
 // The packages keep their own targets beside their code: engine
 // (FuzzApplyRecord, FuzzRoute), merkle (FuzzTree, FuzzProofDecode,
-// FuzzReadImage), wal (FuzzRecordDecode, FuzzSnapshotDecode) and
-// internal/fairness (FuzzWindow); .ci/run runs each of them briefly.
+// FuzzReadImage), wal (FuzzRecordDecode, FuzzSnapshotDecode),
+// internal/fairness (FuzzWindow) and internal/u128 (FuzzArith); .ci/run
+// runs each of them briefly.
 //
 // Run one with
 //
