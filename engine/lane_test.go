@@ -296,6 +296,54 @@ func TestLaneTipsTheProposerCannotHold(t *testing.T) {
 	}
 }
 
+// refusingLedger is a Ledger (not an AccountLedger) that refuses every
+// credit to one address, as a ledger whose account can take no more
+// would.
+type refusingLedger struct {
+	m  *engine.MemLedger
+	to engine.Address
+}
+
+func (r refusingLedger) Balance(a engine.Address) engine.Amount { return r.m.Balance(a) }
+func (r refusingLedger) Debit(a engine.Address, x engine.Amount) error {
+	return r.m.Debit(a, x)
+}
+func (r refusingLedger) Burn(x engine.Amount) error { return r.m.Burn(x) }
+func (r refusingLedger) Credit(a engine.Address, x engine.Amount) error {
+	if a == r.to {
+		return engine.ErrAmountOverflow
+	}
+	return r.m.Credit(a, x)
+}
+
+// TestLaneRefundTheLedgerRefuses: a refund the payer's account cannot
+// take is burned, not lost from the books: the fire's figures and the
+// block's say so, and what the payer paid is what the proposer got plus
+// what was burned.
+func TestLaneRefundTheLedgerRefuses(t *testing.T) {
+	l := newLane(t, func(c *engine.Config) {
+		c.InitialBasefee, c.Lane.MinBasefee = amount("10"), amount("10")
+	})
+	mem := engine.NewMemLedger()
+	l.e.SetLedger(refusingLedger{m: mem, to: actorA})
+	require.NoError(t, mem.Credit(actorA, amount("100000000")))
+	l.block(1, actorA, func(tx engine.Tx) {
+		l.schedule(tx, 2, "x", engine.Fees{Set: engine.HasGasLimit | engine.HasMaxFee | engine.HasMaxPriorityFee,
+			GasLimit: 100_000, MaxFee: amount("20"), MaxPriorityFee: amount("4")})
+	})
+	res, _ := l.block(2, actorA, nil)
+	require.Equal(t, 1, res.Fired)
+	require.Len(t, l.log.fees, 1)
+	f := l.log.fees[0]
+	require.Equal(t, "0", f.Refund.String(), "the refund the ledger refused")
+	require.Equal(t, f.Charged.String(), f.Tip.Add(f.Burned).String(), "all of the charge is tip or burned")
+	require.Equal(t, "1400000", f.Charged.String(), "the pre-charge: gas limit × (basefee + priority fee)")
+	require.Equal(t, f.Burned.String(), res.Lane.Burned.String())
+	require.Equal(t, f.Burned.String(), mem.Burned().String())
+	require.Equal(t, amount("100000000").Sub(f.Charged).String(), mem.Balance(actorA).String())
+	require.Equal(t, f.Tip.String(), mem.Balance(proposerQ).String())
+}
+
 // TestLaneFullGreedy: the lane takes the highest priorities that fit, goes
 // on past a timer that does not fit, and defers the rest, visibly.
 func TestLaneFullGreedy(t *testing.T) {
