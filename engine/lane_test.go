@@ -304,9 +304,9 @@ type refusingLedger struct {
 	to engine.Address
 }
 
-func (r refusingLedger) Balance(a engine.Address) engine.Amount { return r.m.Balance(a) }
+func (r refusingLedger) Balance(a engine.Address) engine.Amount        { return r.m.Balance(a) }
 func (r refusingLedger) Debit(a engine.Address, x engine.Amount) error { return r.m.Debit(a, x) }
-func (r refusingLedger) Burn(x engine.Amount) error { return r.m.Burn(x) }
+func (r refusingLedger) Burn(x engine.Amount) error                    { return r.m.Burn(x) }
 func (r refusingLedger) Credit(a engine.Address, x engine.Amount) error {
 	if a == r.to {
 		return engine.ErrAmountOverflow
