@@ -253,18 +253,26 @@ func newRand(seed uint64) func() uint64 {
 	}
 }
 
+// openAtBlock1 returns an engine of cfg in block 1 and a transaction of
+// actor open in it.
+func openAtBlock1(t *testing.T, cfg Config, actor Address) (*Engine, Tx) {
+	t.Helper()
+	e, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	tx, err := e.Begin(actor, 1)
+	require.NoError(t, err)
+	return e, tx
+}
+
 // TestExtendTakesCleanFeeEntry: a fee entry freed by one timer and taken
 // by the extend of a timer that stated no fees holds only the new expiry,
 // none of the fields its last owner stated.
 func TestExtendTakesCleanFeeEntry(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Policy, cfg.RollbackDepth = PolicyLane, 0 // records freed at once
-	e, err := New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, e.BeginBlock(1))
 	actor := Address{1}
-	tx, err := e.Begin(actor, 1)
-	require.NoError(t, err)
+	e, tx := openAtBlock1(t, cfg, actor)
 	a, err := tx.ScheduleFees(10, []byte("a"), &Fees{Set: HasGasLimit | HasFeePayer | HasTier, GasLimit: 100, FeePayer: Address{9}, Tier: Urgent})
 	require.NoError(t, err)
 	_, err = tx.Cancel(a.ID)
@@ -292,12 +300,8 @@ func TestExtendTakesCleanFeeEntry(t *testing.T) {
 func TestRevertedExtendFreesItsFeeEntry(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Policy, cfg.StateRoot = PolicyLane, true
-	e, err := New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, e.BeginBlock(1))
 	actor := Address{1}
-	tx, err := e.Begin(actor, 1)
-	require.NoError(t, err)
+	e, tx := openAtBlock1(t, cfg, actor)
 	id, _, err := tx.Schedule(10, []byte("a"))
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
