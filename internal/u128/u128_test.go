@@ -1,6 +1,7 @@
 package u128
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -11,36 +12,31 @@ import (
 
 var max128 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
 
-func toBig(a uint128.Uint128) *big.Int { return a.Big() }
-
 // check compares one operation's result with big.Int's: the value when it
-// fits, else 2^128-1 and false; and the saturating form with it.
-func check(t *testing.T, op string, got uint128.Uint128, ok bool, want *big.Int) {
+// fits, else 2^128-1 and false. op and args name the operation, formatted
+// only on a failure.
+func check(t *testing.T, got uint128.Uint128, ok bool, want *big.Int, op string, args ...any) {
 	t.Helper()
 	fits := want.Cmp(max128) <= 0
-	switch {
-	case ok != fits:
-		t.Fatalf("%s: ok = %v, want %v (exact %v)", op, ok, fits, want)
-	case fits && toBig(got).Cmp(want) != 0:
-		t.Fatalf("%s = %v, want %v", op, got, want)
-	case !fits && got != uint128.Max:
-		t.Fatalf("%s = %v on overflow, want 2^128-1", op, got)
+	if ok == fits && (fits && got.Big().Cmp(want) == 0 || !fits && got == uint128.Max) {
+		return
 	}
+	t.Fatalf("%s = %v, %v; want %v (fits: %v)", fmt.Sprintf(op, args...), got, ok, want, fits)
 }
 
 // checkAll runs every operation on (a, b, n, d) against big.Int.
 func checkAll(t *testing.T, a, b uint128.Uint128, n, d uint64) {
 	t.Helper()
-	ba, bb, bn := toBig(a), toBig(b), new(big.Int).SetUint64(n)
+	ba, bb, bn := a.Big(), b.Big(), new(big.Int).SetUint64(n)
 	sum := new(big.Int).Add(ba, bb)
 	x, ok := Add(a, b)
-	check(t, "Add("+a.String()+", "+b.String()+")", x, ok, sum)
+	check(t, x, ok, sum, "Add(%v, %v)", a, b)
 	if s := SatAdd(a, b); s != x {
 		t.Fatalf("SatAdd(%v, %v) = %v, Add gives %v", a, b, s, x)
 	}
 	prod := new(big.Int).Mul(ba, bn)
 	x, ok = Mul64(a, n)
-	check(t, "Mul64("+a.String()+", "+bn.String()+")", x, ok, prod)
+	check(t, x, ok, prod, "Mul64(%v, %d)", a, n)
 	if s := SatMul64(a, n); s != x {
 		t.Fatalf("SatMul64(%v, %d) = %v, Mul64 gives %v", a, n, s, x)
 	}
@@ -49,7 +45,7 @@ func checkAll(t *testing.T, a, b uint128.Uint128, n, d uint64) {
 	}
 	q := new(big.Int).Quo(prod, new(big.Int).SetUint64(d)) // floor: all non-negative
 	x, ok = MulDiv64(a, n, d)
-	check(t, "MulDiv64("+a.String()+", "+bn.String()+", "+new(big.Int).SetUint64(d).String()+")", x, ok, q)
+	check(t, x, ok, q, "MulDiv64(%v, %d, %d)", a, n, d)
 }
 
 func TestEdges(t *testing.T) {
