@@ -78,6 +78,9 @@ func jsonLines(t *testing.T, name string, r io.Reader) []map[string]any {
 		if err := d.Decode(&o); err != nil {
 			t.Fatalf("%s:%d: %v", name, n, err)
 		}
+		if d.More() { // json.Unmarshal refused this; a Decoder stops after one value
+			t.Fatalf("%s:%d: data after the object", name, n)
+		}
 		objs = append(objs, o)
 	}
 	if err := sc.Err(); err != nil {
