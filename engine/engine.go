@@ -471,7 +471,7 @@ func (e *Engine) take(due []uint32) {
 		}
 		r := e.recs.At(i)
 		tags = append(tags, e.ids.tag(&r.id))
-		e.actors.recs[r.actor].pending--
+		e.actors.at(r.actor).pending--
 		if at, ok := r.onList(); ok { // the lane's: compactList drops it
 			e.lane.reasons[at] = unlisted
 		}
@@ -506,7 +506,7 @@ func (e *Engine) openFire(i uint32, cycles uint64) Tx {
 	d.TimerID = r.id
 	// Each copy of the address reads the actor table, not d.Actor: a load
 	// of bytes just stored with other widths waits for the stores.
-	actor := &e.actors.recs[r.actor].addr
+	actor := &e.actors.at(r.actor).addr
 	d.Actor = *actor
 	d.Sender = *actor
 	d.Handler = defaultHandler
@@ -655,8 +655,13 @@ func (e *Engine) dropNewRec(i uint32) {
 // that found nothing). It returns the actor's index.
 func (e *Engine) linkRec(i uint32, r *rec, at slot, fee, actorIdx uint32, actor *Address) uint32 {
 	r.fee = fee
-	r.actor = e.actors.ref(actorIdx, actor)
-	e.actors.recs[r.actor].pending++
+	if actorIdx == 0 {
+		actorIdx = e.actors.add(actor)
+	}
+	r.actor = actorIdx
+	a := e.actors.at(actorIdx) // ref's work, inline: its call to add keeps it from inlining
+	a.refs++
+	a.pending++
 	if e.bulk != nil {
 		e.bulk = append(e.bulk, i)
 	} else {
@@ -789,7 +794,7 @@ func (e *Engine) drop(i uint32) {
 	r := e.recs.At(i)
 	e.unqueue(i, false)
 	e.ids.del(&r.id)
-	e.actors.recs[r.actor].pending--
+	e.actors.at(r.actor).pending--
 	e.pending--
 	e.touch(&r.id)
 	e.retire(i)
@@ -820,7 +825,7 @@ func (e *Engine) releaseRest(i uint32, h holds) {
 // inline into a loop: one with no bytes and no fees, whose actor has other
 // records. It reports whether i was such a record, and freed.
 func (e *Engine) releasePlain(i uint32, h holds) bool {
-	a := &e.actors.recs[h.actor]
+	a := e.actors.recs.At(h.actor) // not at(): one call less keeps this inlinable
 	if h.data|h.fee != 0 || a.refs <= 1 {
 		return false
 	}
@@ -903,7 +908,7 @@ func (e *Engine) Lookup(id TimerID) (Timer, bool) {
 func (e *Engine) timer(i uint32) Timer {
 	r := e.recs.At(i)
 	handler, payload := e.bytesOf(r)
-	t := Timer{ID: r.id, Actor: e.actors.recs[r.actor].addr, Height: r.height, Seq: r.seq, Handler: DefaultHandler}
+	t := Timer{ID: r.id, Actor: e.actors.at(r.actor).addr, Height: r.height, Seq: r.seq, Handler: DefaultHandler}
 	if len(handler) > 0 {
 		t.Handler = string(handler)
 	}

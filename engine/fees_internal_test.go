@@ -278,7 +278,7 @@ func TestExtendTakesCleanFeeEntry(t *testing.T) {
 	_, err = tx.Cancel(a.ID)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
-	require.Len(t, e.lane.feeFree, 1, "the cancelled timer's fee entry is free")
+	require.Len(t, freeFees(e), 1, "the cancelled timer's fee entry is free")
 
 	tx, err = e.Begin(actor, 2)
 	require.NoError(t, err)
@@ -324,7 +324,19 @@ func TestRevertedExtendFreesItsFeeEntry(t *testing.T) {
 		entry := e.recs.At(i).fee
 		require.NoError(t, tx.Revert())
 		require.Nil(t, e.feeOf(e.recs.At(i)), "the reverted extend's fee entry")
-		require.Contains(t, e.lane.feeFree, entry, "the entry is free again")
+		require.Contains(t, freeFees(e), entry, "the entry is free again")
 		require.Equal(t, root, e.Root())
 	}
+}
+
+// freeFees lists the free fee entries, leaving the stack as it was.
+func freeFees(e *Engine) []uint32 {
+	var out []uint32
+	for i, ok := e.lane.feeFree.Pop(); ok; i, ok = e.lane.feeFree.Pop() {
+		out = append(out, i)
+	}
+	for _, i := range slices.Backward(out) {
+		e.lane.feeFree.Push(i)
+	}
+	return out
 }

@@ -237,7 +237,7 @@ func (e *Engine) windowExpired(height uint64, actor uint32, n uint64) {
 	e.fairExpired(height, actor, n)
 	if h := e.hist; h != nil && h.blocks.len() > 0 {
 		h.expired.room(fairEntryLen)
-		h.expired.buf = appendFairEntry(h.expired.buf, height, &e.actors.recs[actor].addr, n)
+		h.expired.buf = appendFairEntry(h.expired.buf, height, &e.actors.at(actor).addr, n)
 	}
 }
 

@@ -282,7 +282,7 @@ func (e *Engine) checkConsistent(t testing.TB) {
 	require.Equal(t, n, len(queued), "indexed vs queued")
 	require.Equal(t, n, e.pending)
 	for a, k := range perActor {
-		require.Equal(t, k, e.actors.recs[a].pending, "actor %d", a)
+		require.Equal(t, k, e.actors.at(a).pending, "actor %d", a)
 	}
 	// Every record is pending, held by the history (a timer it removed or
 	// took to fire, which a rollback may bring back) or free; an actor's
@@ -308,7 +308,7 @@ func (e *Engine) checkConsistent(t testing.TB) {
 		refs[r.actor]++
 		held++
 	}
-	for a := range uint32(len(e.actors.recs)) {
+	for a := range e.actors.n {
 		if a > 0 && e.lane.window.Recent(a) != 0 {
 			refs[a]++ // the fairness window's
 		}
@@ -333,14 +333,14 @@ func (e *Engine) checkConsistent(t testing.TB) {
 			fees[f] = true
 		}
 	}
-	for _, f := range e.lane.feeFree {
+	for _, f := range freeFees(e) {
 		require.False(t, fees[f], "fee entry %d in use and free", f)
 		fees[f] = true
 	}
 	require.Equal(t, int(e.lane.nfees)-1, len(fees), "fee entries")
 	require.Equal(t, len(refs), e.actors.len(), "actors with a record")
 	for a, k := range refs {
-		require.Equal(t, k, e.actors.recs[a].refs, "refs of actor %d", a)
+		require.Equal(t, k, e.actors.at(a).refs, "refs of actor %d", a)
 	}
 }
 

@@ -108,7 +108,7 @@ type laneState struct {
 	// fees holds the fee fields timers stated; a timer that stated none has
 	// no entry (rec.fee 0) and takes every default.
 	fees     slab.Slab[Fees]
-	feeFree  []uint32 // a stack of free entries
+	feeFree  slab.Stack // free entries, with room for every entry handed out
 	nfees    uint32
 	cands    []cand
 	sel      []uint32 // indices in cands of the selected, in priority order
@@ -120,18 +120,18 @@ type laneState struct {
 	gcs      []gcCand
 	fired    []Amount
 	order    []uint32
-	reserved map[Address]Amount // selection: max_cost reserved per payer that is not an actor
-	avail    []availRec         // selection: per payer that is an actor, by actor index
-	weights  []weightRec        // W by actor index
+	reserved map[Address]Amount   // selection: max_cost reserved per payer that is not an actor
+	avail    slab.Slab[availRec]  // selection: per payer that is an actor, by actor index
+	weights  slab.Slab[weightRec] // W by actor index
 	// gen counts lane ends of block: it stamps the per-actor entries above.
 	// Not the height, which a block run again after a rollback repeats.
 	gen       uint64
-	tipsDue   Amount   // tips of this block's fires, not yet paid
-	burnDue   Amount   // basefee of this block's fires, not yet burned
-	tipsPaid  Amount   // tips of this block credited to the proposer
-	tipsBurnt Amount   // tips of this block the proposer's balance could not hold
-	fireCount []uint32 // fires of this block, by actor index
-	firing    []uint32 // actors with fires in this block
+	tipsDue   Amount            // tips of this block's fires, not yet paid
+	burnDue   Amount            // basefee of this block's fires, not yet burned
+	tipsPaid  Amount            // tips of this block credited to the proposer
+	tipsBurnt Amount            // tips of this block the proposer's balance could not hold
+	fireCount slab.Slab[uint32] // fires of this block, by actor index
+	firing    []uint32          // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
 	onExpired func(height uint64, actor uint32, n uint64)
@@ -192,7 +192,7 @@ func (e *Engine) candPayer(c *cand) *Address {
 	if c.feePayer() {
 		return &e.lane.fees.At(e.recs.At(c.rec).fee).FeePayer
 	}
-	return &e.actors.recs[c.payerIdx].addr
+	return &e.actors.at(c.payerIdx).addr
 }
 
 func (s *laneState) init(c Config) {
@@ -309,18 +309,14 @@ func (e *Engine) feeOf(r *rec) *Fees {
 // caller writes all of it.
 func (e *Engine) allocFee() uint32 {
 	s := &e.lane
-	if k := len(s.feeFree); k > 0 {
-		i := s.feeFree[k-1]
-		s.feeFree = s.feeFree[:k-1]
+	if i, ok := s.feeFree.Pop(); ok {
 		return i
 	}
 	i := s.nfees
 	s.fees.Ensure(i)
 	s.nfees++
 	// Room to free every entry without growing: freeing allocates nothing.
-	if c := s.fees.Cap(); cap(s.feeFree) < c {
-		s.feeFree = slices.Grow(s.feeFree, c-len(s.feeFree))
-	}
+	s.feeFree.Reserve(int(s.nfees))
 	return i
 }
 
@@ -328,7 +324,7 @@ func (e *Engine) allocFee() uint32 {
 // history releases is cold, and whoever takes the entry next writes it.
 func (e *Engine) freeFee(i uint32) {
 	if i != 0 {
-		e.lane.feeFree = append(e.lane.feeFree, i)
+		e.lane.feeFree.Push(i)
 	}
 }
 
@@ -375,7 +371,7 @@ func (e *Engine) available(c *cand) Amount {
 // looked up once.
 func (e *Engine) availOf(c *cand) *availRec {
 	s := &e.lane
-	a := &s.avail[c.payerIdx]
+	a := s.avail.At(c.payerIdx)
 	if a.gen != s.gen {
 		a.gen, a.left, a.acct = s.gen, Amount{}, 0
 		if s.accts == nil {
@@ -427,7 +423,7 @@ func (e *Engine) reserve(c *cand, cost Amount) {
 // than actors.
 func (e *Engine) weight(a uint32) *weightRec {
 	s := &e.lane
-	wr := &s.weights[a]
+	wr := s.weights.At(a)
 	if wr.gen != s.gen {
 		wr.gen, wr.w, wr.f = s.gen, s.window.Weight(a), s.window.Factor(a)
 	}
@@ -457,7 +453,7 @@ func (s *laneState) payerAcct(c *cand) uint32 {
 	if c.payerIdx == 0 {
 		return 0
 	}
-	return s.avail[c.payerIdx].acct
+	return s.avail.At(c.payerIdx).acct
 }
 
 // debit takes x from a, whose account number plus one is acct (0: by
@@ -491,7 +487,7 @@ func (e *Engine) bid(r *rec, f *Fees, def *Bid) Bid {
 	case set&(HasMaxFee|HasMaxPriorityFee) != 0:
 		b = statedBid(f, def)
 	case len(s.agents) > 0:
-		actor := e.actors.recs[r.actor].addr
+		actor := e.actors.at(r.actor).addr
 		if g, ok := s.agents[actor]; ok {
 			c := &s.ctx
 			*c = BidContext{
@@ -652,11 +648,11 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	def := defaultBid(s.basefee, s.p50)
 	plainStd := p.TierMultipliers[Standard] == 1000
 	// W and the available funds are kept by actor index, payers' and
-	// timers' alike; no actor is added before the fires.
-	if k := len(e.actors.recs); len(s.weights) < k {
-		s.weights = append(s.weights, make([]weightRec, k-len(s.weights))...)
-		s.avail = append(s.avail, make([]availRec, k-len(s.avail))...)
-	}
+	// timers' alike; no actor is added before the fires. They are slabs,
+	// which grow a chunk at a time: slices grown by append copied
+	// themselves whole, at a million actors 56 MiB in one end of block.
+	s.weights.Ensure(e.actors.n - 1)
+	s.avail.Ensure(e.actors.n - 1)
 	for k, i := range s.deferred {
 		// Loads ahead: the record two steps away, then its fee fields.
 		if j := k + 2*ahead; j < len(s.deferred) {
@@ -716,7 +712,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			continue
 		}
 		// W, as weight gives it, without a call once the actor has it.
-		w := &s.weights[r.actor]
+		w := s.weights.At(r.actor)
 		if w.gen != s.gen {
 			w = e.weight(r.actor)
 		}
@@ -776,8 +772,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		// The funds, as available gives them, without a call once the
 		// payer has an entry.
-		avail := s.avail[c.payerIdx].left
-		if c.payerIdx == 0 || s.avail[c.payerIdx].gen != s.gen {
+		a := s.avail.At(c.payerIdx)
+		avail := a.left
+		if c.payerIdx == 0 || a.gen != s.gen {
 			avail = e.available(c)
 		}
 		if avail.Cmp(cost) < 0 {
@@ -786,7 +783,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		budget += c.gas
 		if c.payerIdx != 0 {
-			s.avail[c.payerIdx].left = avail.SubWrap(cost) // avail covers cost
+			a.left = avail.SubWrap(cost) // avail covers cost
 		} else {
 			e.reserve(c, cost)
 		}
@@ -831,7 +828,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if c.feePayer() {
 			actor = e.recs.At(c.rec).actor
 		}
-		e.actors.recs[actor].pending--
+		e.actors.at(actor).pending--
 		taken, tags = append(taken, c.rec), append(tags, uint64(c.tag))
 	}
 	e.touchAll(taken)
@@ -927,14 +924,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 // actor before recordFires.
 func (e *Engine) countFire(actor uint32) {
 	s := &e.lane
-	if int(actor) >= len(s.fireCount) {
-		s.fireCount = append(s.fireCount, make([]uint32, int(actor)+1-len(s.fireCount))...)
-	}
-	if s.fireCount[actor] == 0 {
+	s.fireCount.Ensure(actor)
+	if *s.fireCount.At(actor) == 0 {
 		s.firing = append(s.firing, actor)
-		e.actors.recs[actor].refs++
+		e.actors.at(actor).refs++
 	}
-	s.fireCount[actor]++
+	*s.fireCount.At(actor)++
 }
 
 // recordFires adds the block's fires to the fairness window, one entry per
@@ -946,8 +941,8 @@ func (e *Engine) recordFires(h uint64) {
 		if s.window.Recent(a) != 0 {
 			e.actors.unref(a)
 		}
-		e.addFires(h, a, uint64(s.fireCount[a]))
-		s.fireCount[a] = 0
+		e.addFires(h, a, uint64(*s.fireCount.At(a)))
+		*s.fireCount.At(a) = 0
 	}
 	s.firing = s.firing[:0]
 }
@@ -958,7 +953,7 @@ func (e *Engine) addFires(h uint64, a uint32, n uint64) {
 	e.lane.window.Add(h, a, n)
 	e.fairAdded(h, a, n)
 	if e.dur != nil {
-		e.dur.fair = appendFairEntry(e.dur.fair, h, &e.actors.recs[a].addr, n)
+		e.dur.fair = appendFairEntry(e.dur.fair, h, &e.actors.at(a).addr, n)
 		e.dur.nfair++
 	}
 }

@@ -230,7 +230,7 @@ func (e *Engine) fairAdded(height uint64, actor uint32, n uint64) {
 	if e.root == nil {
 		return
 	}
-	k := e.fairKey(height, &e.actors.recs[actor].addr)
+	k := e.fairKey(height, &e.actors.at(actor).addr)
 	e.root.tree.Set(k, e.fairValue(n))
 }
 
@@ -238,7 +238,7 @@ func (e *Engine) fairExpired(height uint64, actor uint32, _ uint64) {
 	if e.root == nil {
 		return
 	}
-	e.root.tree.Delete(e.fairKey(height, &e.actors.recs[actor].addr))
+	e.root.tree.Delete(e.fairKey(height, &e.actors.at(actor).addr))
 }
 
 // appendTimer appends the canonical encoding of pending timer i:
@@ -253,7 +253,7 @@ func (e *Engine) fairExpired(height uint64, actor uint32, _ uint64) {
 func (e *Engine) appendTimer(b []byte, i uint32) []byte {
 	r := e.recs.At(i)
 	b = append(b, tagTimer)
-	b = append(b, e.actors.recs[r.actor].addr[:]...)
+	b = append(b, e.actors.at(r.actor).addr[:]...)
 	b = binary.BigEndian.AppendUint64(b, r.height)
 	b = binary.BigEndian.AppendUint64(b, r.seq)
 	handler, payload := e.bytesOf(r)
@@ -389,7 +389,7 @@ func (e *Engine) Leaves() []Leaf {
 		timer(i)
 	}
 	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
-		key := keccak(appendFairKey(nil, h, &e.actors.recs[a].addr))
+		key := keccak(appendFairKey(nil, h, &e.actors.at(a).addr))
 		out = append(out, Leaf{Kind: "fairness", Key: key, Encoding: appendFairValue(nil, n)})
 	})
 	return append(out, Leaf{Kind: "scheduler", Key: keyScheduler, Encoding: e.appendScheduler(nil)})

@@ -79,7 +79,7 @@ func (e *Engine) WriteSnapshot(w io.Writer) error {
 	var fair []byte
 	n := 0
 	e.lane.window.Walk(func(h uint64, a uint32, fires uint64) {
-		fair = appendFairEntry(fair, h, &e.actors.recs[a].addr, fires)
+		fair = appendFairEntry(fair, h, &e.actors.at(a).addr, fires)
 		n++
 	})
 	buf = binary.BigEndian.AppendUint64(buf[:0], uint64(n))

@@ -132,7 +132,7 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 	if s.actorIdx == 0 {
 		s.actorIdx, _ = e.actors.lookup(&s.actor)
 	}
-	if e.actors.recs[s.actorIdx].pending >= e.cfg.MaxTimersPerActor {
+	if e.actors.at(s.actorIdx).pending >= e.cfg.MaxTimersPerActor {
 		return ErrTooManyTimers
 	}
 	e.prefetchNew(height, len(rt.handler)+len(rt.body))
@@ -228,7 +228,7 @@ func (tx Tx) Extend(id TimerID, expiresAt uint64) (Cost, error) {
 	if !ok {
 		return Cost{}, ErrUnknownTimer
 	}
-	if e.actors.recs[e.recs.At(i).actor].addr != s.actor {
+	if e.actors.at(e.recs.At(i).actor).addr != s.actor {
 		return Cost{}, ErrNotOwner
 	}
 	u, err := e.extend(i, expiresAt)
@@ -287,7 +287,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 		return Cost{}, ErrUnknownTimer
 	}
 	r := e.recs.At(i)
-	a := &e.actors.recs[r.actor]
+	a := e.actors.at(r.actor)
 	if !sameAddr(&a.addr, &s.actor) {
 		return Cost{}, ErrNotOwner
 	}
@@ -375,13 +375,13 @@ func (e *Engine) undoOp(u undo, queued bool) {
 	switch u.kind {
 	case undoCancel:
 		e.ids.put(&r.id, u.rec)
-		e.actors.recs[r.actor].pending++
+		e.actors.at(r.actor).pending++
 		e.pending++
 	case undoExtend:
 		e.unextend(u)
 	case undoSchedule:
 		e.ids.del(&r.id)
-		e.actors.recs[r.actor].pending--
+		e.actors.at(r.actor).pending--
 		e.pending--
 		if queued {
 			e.unqueue(u.rec, false)

@@ -10,6 +10,8 @@ package bytepool
 import (
 	"math/bits"
 	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/slab"
 )
 
 const (
@@ -28,7 +30,7 @@ type class struct {
 	chkBits uint // log2(perChk): an item's chunk is its index >> chkBits
 	chunks  [][]byte
 	tags    [][]uint64 // tags[k][j]: the tag of item k<<chkBits | j
-	free    []uint32   // freed item indices
+	free    slab.Stack // freed item indices, with room for every item handed out
 	next    uint32     // items handed out at least once
 	inUse   int
 	byteCap int
@@ -60,11 +62,8 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 		// (BenchmarkScheduleOverKeccak, docs/BENCHMARK_HISTORY.md).
 		cl.chkBits = uint(bits.TrailingZeros(uint(cl.perChk)))
 	}
-	var it uint32
-	if k := len(cl.free); k > 0 {
-		it = cl.free[k-1]
-		cl.free = cl.free[:k-1]
-	} else {
+	it, ok := cl.free.Pop()
+	if !ok {
 		it = cl.next
 		if it >= 1<<idxBits-1 {
 			panic("bytepool: class full")
@@ -73,6 +72,12 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 			cl.chunks = append(cl.chunks, make([]byte, cl.perChk*cl.size))
 			cl.tags = append(cl.tags, make([]uint64, cl.perChk))
 			cl.byteCap += cl.perChk * (cl.size + 8)
+			// Free pushes without growing. A slice grown by append
+			// copied the whole list when it doubled: with hundreds of
+			// thousands of payloads freed, an end of block that
+			// released a few records waited milliseconds for the copy
+			// (the demo's drain, session 32).
+			cl.free.Reserve(len(cl.chunks) * cl.perChk)
 		}
 		cl.next++
 	}
@@ -89,8 +94,8 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 func (p *Pool) NextAddr(n int) (buf, tag unsafe.Pointer) {
 	cl := &p.classes[classOf(n)]
 	it := int(cl.next)
-	if k := len(cl.free); k > 0 {
-		it = int(cl.free[k-1])
+	if v, ok := cl.free.Top(); ok {
+		it = int(v)
 	}
 	if cl.size == 0 || it>>cl.chkBits >= len(cl.chunks) {
 		return nil, nil
@@ -119,7 +124,7 @@ func (p *Pool) Free(ref uint32) {
 		return
 	}
 	cl := &p.classes[ref>>idxBits]
-	cl.free = append(cl.free, ref&(1<<idxBits-1)-1)
+	cl.free.Push(ref&(1<<idxBits-1) - 1)
 	cl.inUse--
 }
 
@@ -128,7 +133,7 @@ func (p *Pool) Free(ref uint32) {
 func (p *Pool) Bytes() int {
 	n := 0
 	for i := range p.classes {
-		n += p.classes[i].byteCap
+		n += p.classes[i].byteCap + p.classes[i].free.Bytes()
 	}
 	return n
 }

@@ -3,9 +3,16 @@ package bytepool
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/timerlane/timerlane/internal/slab"
 )
+
+// freeRoom is the room of a class's free list once it has one item: a
+// slab chunk of 4-byte indices.
+const freeRoom = 4 << slab.Shift
 
 func TestClassBoundaries(t *testing.T) {
 	tests := []struct {
@@ -29,8 +36,8 @@ func TestClassBoundaries(t *testing.T) {
 			t.Errorf("class of %d has size %d, want %d", tc.n, got, tc.classSize)
 		}
 		// The pool holds whole chunks of the class, at least one item,
-		// and an 8-byte tag for each item.
-		if want := max(1, chunkBytes/tc.classSize) * (tc.classSize + 8); p.Bytes() != want {
+		// an 8-byte tag for each item, and its free list's room.
+		if want := max(1, chunkBytes/tc.classSize)*(tc.classSize+8) + freeRoom; p.Bytes() != want {
 			t.Errorf("Alloc(%d): Bytes %d, want %d", tc.n, p.Bytes(), want)
 		}
 		// Every byte of the buffer is usable and read back through Get.
@@ -56,8 +63,30 @@ func TestEmptyReference(t *testing.T) {
 		t.Fatalf("after Free(0): Alloc gave %d (first was %d)", r2, r1)
 	}
 	b2[0] = 1 // a real, writable slot
-	if p.Bytes() != chunkBytes/16*(16+8) {
+	if p.Bytes() != chunkBytes/16*(16+8)+freeRoom {
 		t.Fatalf("Bytes %d after two small allocations", p.Bytes())
+	}
+}
+
+// TestFreeAllocatesNothing frees, for the first time, more items than a
+// free list held before: the room was made as the items were handed out.
+func TestFreeAllocatesNothing(t *testing.T) {
+	for _, n := range []int{16, 4096, 1 << 20} {
+		var p Pool
+		count := min(100_000, 64<<20/n)
+		refs := make([]uint32, count)
+		for i := range refs {
+			refs[i], _ = p.Alloc(n, 0)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for _, r := range refs {
+			p.Free(r)
+		}
+		runtime.ReadMemStats(&after)
+		if d := after.Mallocs - before.Mallocs; d != 0 {
+			t.Errorf("%d-byte items: freeing %d made %d allocations", n, count, d)
+		}
 	}
 }
 
