@@ -97,3 +97,79 @@ func growth(b *testing.B, reserve bool) {
 		b.ReportMetric(float64(reserved)/timers, "reserved-B/timer")
 	}
 }
+
+// BenchmarkDrain measures the pauses of an engine that empties: one op
+// schedules 400,000 timers with 32-byte payloads, 4 for each of 100,000
+// actors, at heights spread over 4,000 blocks, then runs blocks until
+// none is pending, timing each EndBlock and Commit. max-ms is the longest
+// block; slow-blocks counts those over 1 ms, in a block that fires about
+// 100 timers. Each fire frees a payload and, with the actor's last timer,
+// its actor entry: free lists that grew by copying themselves (slices)
+// made blocks late in the drain take milliseconds (session 32). One block
+// is slow by design: block 9's Commit drops from the rollback history
+// (depth 8) block 1, which scheduled all 400,000, about 1 ms. Run it with
+// -benchtime 1x: one op is about a second.
+func BenchmarkDrain(b *testing.B) {
+	const actors, perActor, blocks = 100_000, 4, 4_000
+	var longest time.Duration
+	var slow, ran int
+	d := make([]time.Duration, 0, blocks)
+	payload := make([]byte, 32)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		e := newEngineDepth(b, 8)
+		if err := e.BeginBlock(1); err != nil {
+			b.Fatal(err)
+		}
+		var a engine.Address
+		for k := range actors {
+			binary.BigEndian.PutUint32(a[16:], uint32(k))
+			tx, err := e.Begin(a, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := range perActor {
+				h := 2 + uint64((k*perActor+j)*7919%blocks)
+				binary.BigEndian.PutUint32(payload, uint32(j))
+				if _, _, err := tx.Schedule(h, payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := e.EndBlock(noop{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		d = d[:0]
+		for h := uint64(2); e.Pending() > 0; h++ {
+			if err := e.BeginBlock(h); err != nil {
+				b.Fatal(err)
+			}
+			t := time.Now()
+			_, err := e.EndBlock(noop{})
+			if err == nil {
+				err = e.Commit()
+			}
+			d = append(d, time.Since(t))
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		longest, ran, slow = slices.Max(d), len(d), 0
+		for _, x := range d {
+			if x > time.Millisecond {
+				slow++
+			}
+		}
+	}
+	b.ReportMetric(float64(longest.Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(slow), "slow-blocks")
+	b.ReportMetric(float64(ran), "blocks")
+}

@@ -56,7 +56,7 @@ func (t *actorTable) add(a *Address) uint32 {
 		i = t.n
 		t.n++
 		t.recs.Ensure(i)
-		t.free.Reserve(int(t.n))
+		t.free.Grow(int(t.n))
 	}
 	*t.recs.At(i) = actorRec{addr: *a}
 	t.byAddr[*a] = i

@@ -77,7 +77,7 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 			// thousands of payloads freed, an end of block that
 			// released a few records waited milliseconds for the copy
 			// (the demo's drain, session 32).
-			cl.free.Reserve(len(cl.chunks) * cl.perChk)
+			cl.free.Grow(len(cl.chunks) * cl.perChk)
 		}
 		cl.next++
 	}

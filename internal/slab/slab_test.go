@@ -108,7 +108,13 @@ func TestBlocks(t *testing.T) {
 func TestStackAcrossChunks(t *testing.T) {
 	var f Stack
 	const n = 3*4096 + 5
+	if f.Cap() != 0 {
+		t.Fatalf("a zero stack has room for %d", f.Cap())
+	}
 	f.Reserve(n)
+	if f.Cap() != 4*4096 { // whole chunks
+		t.Fatalf("room for %d after Reserve(%d)", f.Cap(), n)
+	}
 	if _, ok := f.Pop(); ok {
 		t.Fatal("pop of an empty list gave a value")
 	}

@@ -27,6 +27,9 @@ func (f *Stack) Clear() { f.n = 0 }
 // Bytes is the memory the stack holds.
 func (f *Stack) Bytes() int { return f.s.Bytes() }
 
+// Cap is the number of values the stack has room for.
+func (f *Stack) Cap() int { return f.s.Cap() }
+
 // Len is the number of values on the stack.
 func (f *Stack) Len() int { return int(f.n) }
 
