@@ -21,6 +21,10 @@ func TestPutAll(t *testing.T) {
 	for _, tc := range []struct{ before, bulk int }{{0, 0}, {0, 1}, {0, 5000}, {300, 5000}, {4000, 10}, {0, 8150}} {
 		ids := randomIDs(tc.before+tc.bulk, rand.New(rand.NewPCG(uint64(tc.before), uint64(tc.bulk))))
 		x := newIDIndex(func(i uint32) *TimerID { return &ids[i] })
+		// A fixed key, not the engine's random one: with 8,150 ids in
+		// four segments (about 2,038 each), whether one passes segHalf
+		// depends on the key, and with some keys none does.
+		x.seed = [2]uint64{1, 2}
 		for i := 1; i <= tc.before; i++ {
 			x.put(&ids[i], uint32(i))
 		}
