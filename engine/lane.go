@@ -647,12 +647,14 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	minGas := uint64(math.MaxUint64)
 	def := defaultBid(s.basefee, s.p50)
 	plainStd := p.TierMultipliers[Standard] == 1000
-	// W and the available funds are kept by actor index, payers' and
-	// timers' alike; no actor is added before the fires. They are slabs,
-	// which grow a chunk at a time: slices grown by append copied
-	// themselves whole, at a million actors 56 MiB in one end of block.
+	// W, the available funds and the fire counts are kept by actor index,
+	// payers' and timers' alike; no actor is added before the fires. They
+	// are slabs, which grow a chunk at a time: slices grown by append
+	// copied themselves whole, at a million actors 56 MiB in one end of
+	// block.
 	s.weights.Ensure(e.actors.n - 1)
 	s.avail.Ensure(e.actors.n - 1)
+	s.fireCount.Ensure(e.actors.n - 1)
 	for k, i := range s.deferred {
 		// Loads ahead: the record two steps away, then its fee fields.
 		if j := k + 2*ahead; j < len(s.deferred) {
@@ -924,12 +926,12 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 // actor before recordFires.
 func (e *Engine) countFire(actor uint32) {
 	s := &e.lane
-	s.fireCount.Ensure(actor)
-	if *s.fireCount.At(actor) == 0 {
+	n := s.fireCount.At(actor)
+	if *n == 0 {
 		s.firing = append(s.firing, actor)
 		e.actors.at(actor).refs++
 	}
-	*s.fireCount.At(actor)++
+	*n++
 }
 
 // recordFires adds the block's fires to the fairness window, one entry per
@@ -941,8 +943,9 @@ func (e *Engine) recordFires(h uint64) {
 		if s.window.Recent(a) != 0 {
 			e.actors.unref(a)
 		}
-		e.addFires(h, a, uint64(*s.fireCount.At(a)))
-		*s.fireCount.At(a) = 0
+		n := s.fireCount.At(a)
+		e.addFires(h, a, uint64(*n))
+		*n = 0
 	}
 	s.firing = s.firing[:0]
 }
