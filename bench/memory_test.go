@@ -17,12 +17,18 @@ import (
 // spans 16 MiB and the records 64 MiB (BenchmarkPendingBytes reports
 // both, as index-B/timer and arena-B/timer): Cancel reads the id's slot,
 // then the record it names, one after the other; Schedule reads the slot
-// only once the Keccak has produced the id. The arrays take the same
-// huge-page hint as the engine's.
+// only once the Keccak has produced the id. The smaller sizes show where
+// the machine's caches end, which the calendar's working sets are
+// measured against (docs/BENCHMARK_HISTORY.md, session 33). The arrays
+// take the same huge-page hint as the engine's.
 func BenchmarkMemory(b *testing.B) {
-	for _, mib := range []int{16, 64} {
-		b.Run(fmt.Sprintf("chase=%dMiB", mib), func(b *testing.B) {
-			next := chain(mib << 20)
+	for _, kib := range []int{256, 1 << 10, 4 << 10, 8 << 10, 16 << 10, 64 << 10} {
+		name := fmt.Sprintf("chase=%dKiB", kib)
+		if kib >= 1<<10 {
+			name = fmt.Sprintf("chase=%dMiB", kib>>10)
+		}
+		b.Run(name, func(b *testing.B) {
+			next := chain(kib << 10)
 			b.ReportAllocs()
 			var p uint32
 			for b.Loop() {
