@@ -18,9 +18,8 @@ import (
 // both, as index-B/timer and arena-B/timer): Cancel reads the id's slot,
 // then the record it names, one after the other; Schedule reads the slot
 // only once the Keccak has produced the id. The smaller sizes show where
-// the machine's caches end, which the calendar's working sets are
-// measured against (docs/BENCHMARK_HISTORY.md, session 33). The arrays
-// take the same huge-page hint as the engine's.
+// the machine's caches end (docs/BENCHMARK_HISTORY.md, session 33). The
+// arrays take the same huge-page hint as the engine's.
 func BenchmarkMemory(b *testing.B) {
 	for _, kib := range []int{256, 1 << 10, 4 << 10, 8 << 10, 16 << 10, 64 << 10} {
 		name := fmt.Sprintf("chase=%dKiB", kib)
