@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -241,7 +242,11 @@ func (b *Bucket) Shift(c *Chunks) (Entry, bool) {
 // entries at a time, while its owner still pushes to its tail and kills
 // entries anywhere in it (which may compact it meanwhile: ShiftTo reads
 // up to the write cursor, then jumps to the read cursor).
-func (b *Bucket) ShiftTo(c *Chunks, dst []Entry) int {
+func (b *Bucket) ShiftTo(c *Chunks, dst []Entry) int { return b.shiftBelow(c, math.MaxUint64, dst) }
+
+// shiftBelow is ShiftTo stopping before the first live entry whose Seq is
+// bound or more, which stays.
+func (b *Bucket) shiftBelow(c *Chunks, bound uint64, dst []Entry) int {
 	k := 0
 	for k < len(dst) && b.Live > 0 {
 		if b.head == b.cw && b.headOff == b.cwOff {
@@ -264,6 +269,9 @@ func (b *Bucket) ShiftTo(c *Chunks, dst []Entry) int {
 			if s.Seq == 0 {
 				b.Dead--
 				continue
+			}
+			if s.Seq >= bound {
+				return k
 			}
 			dst[k] = s.entry(b.base)
 			k++

@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/timerlane/timerlane/internal/bitset"
 )
@@ -13,9 +14,10 @@ type Buckets struct {
 	b        []Bucket
 	occupied bitset.Cyclic
 	len      int
-	low      low    // the lowest height of one bucket (see Lowest)
-	adopt    bool   // a push into empty may take low (NewLowBuckets)
-	walked   uint64 // entries Lowest has read
+	low      low      // the lowest height of one bucket (see Lowest)
+	adopt    bool     // a push into empty may take low (NewLowBuckets)
+	walked   uint64   // entries Lowest has read
+	first    []uint64 // per bucket, the Seq of its first push since it was empty (the ring's); nil: not kept
 }
 
 // low is what is known of the lowest height of one bucket, i: while n > 0,
@@ -79,6 +81,9 @@ func (s *Buckets) Push(c *Chunks, i uint64, e Entry) Pos {
 
 // push is Push's general case.
 func (s *Buckets) push(c *Chunks, i uint64, e Entry) Pos {
+	if s.first != nil && s.b[i].Live == 0 {
+		s.first[i] = e.Seq
+	}
 	s.occupied.Set(i)
 	s.len++
 	switch l := &s.low; {
@@ -164,7 +169,13 @@ func (s *Buckets) Shift(c *Chunks, i uint64) (Entry, bool) {
 // ShiftTo removes the first live entries of bucket i into dst and returns
 // how many (see Bucket.ShiftTo).
 func (s *Buckets) ShiftTo(c *Chunks, i uint64, dst []Entry) int {
-	k := s.b[i].ShiftTo(c, dst)
+	return s.ShiftBelow(c, i, math.MaxUint64, dst)
+}
+
+// ShiftBelow is ShiftTo stopping before the first live entry whose Seq is
+// bound or more: it takes the prefix of bucket i below bound.
+func (s *Buckets) ShiftBelow(c *Chunks, i, bound uint64, dst []Entry) int {
+	k := s.b[i].shiftBelow(c, bound, dst)
 	if l := &s.low; l.set && l.i == i {
 		for _, e := range dst[:k] {
 			s.gone(i, e.Height)
@@ -213,6 +224,47 @@ func (s *Buckets) Take(i uint64) Iter {
 	return b.Drain()
 }
 
+// PrependTo moves bucket i of s in front of bucket j of d, both of one
+// and the same height: d's entries then follow s's, in FIFO order, and no
+// entry moves. The slots of s's tail chunk past its last entry become
+// tombstones of d. A compaction of s in progress is finished first (its
+// cursors would not survive the move); one of d goes on, behind the new
+// front. An empty d takes s whole, as MoveTo.
+func (s *Buckets) PrependTo(c *Chunks, i uint64, d *Buckets, j uint64, moved func(Entry, Pos)) {
+	a, b := &s.b[i], &d.b[j]
+	if b.tail == nilChunk {
+		s.MoveTo(i, d, j)
+		return
+	}
+	if a.tail == nilChunk {
+		return
+	}
+	if a.base != b.base {
+		panic(fmt.Sprintf("ring: bucket of height %d put in front of one of height %d", a.base, b.base))
+	}
+	for a.Compacting() {
+		a.Compact(c, moved)
+	}
+	if a.tail == nilChunk { // the compaction released it all: no live entry was left
+		return
+	}
+	clear(c.slab.At(a.tail).e[a.tailLen:])
+	clear(c.slab.At(b.head).e[:b.headOff])
+	*c.next.At(a.tail) = b.head
+	b.Dead += a.Dead + uint32(ChunkLen-a.tailLen) + uint32(b.headOff)
+	b.head, b.headOff = a.head, a.headOff
+	b.Live += a.Live
+	d.len += int(a.Live)
+	s.len -= int(a.Live)
+	s.occupied.Clear(i)
+	*a = Bucket{}
+}
+
 // Next returns the smallest k < n such that bucket (i+k) mod len holds a
 // live entry.
-func (s *Buckets) Next(i, n uint64) (uint64, bool) { return s.occupied.Next(i, n) }
+func (s *Buckets) Next(i, n uint64) (uint64, bool) {
+	if s.len == 0 {
+		return 0, false // no scan: NextAfter asks the stage and the older buckets, mostly empty
+	}
+	return s.occupied.Next(i, n)
+}

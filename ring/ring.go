@@ -3,6 +3,7 @@ package ring
 import (
 	"fmt"
 	"math/bits"
+	"unsafe"
 )
 
 // MaxSize is the largest ring: 2^24 buckets.
@@ -19,8 +20,23 @@ func New(size uint64) (*Ring, error) {
 	if size == 0 || bits.OnesCount64(size) != 1 || size > MaxSize {
 		return nil, fmt.Errorf("ring: size %d is not a power of two in [1, 2^24]", size)
 	}
-	return &Ring{Buckets: NewBuckets(size), mask: size - 1}, nil
+	b := NewBuckets(size)
+	b.first = make([]uint64, size)
+	return &Ring{Buckets: b, mask: size - 1}, nil
 }
+
+// First is the Seq of the first entry pushed into the bucket of height h
+// since it was last empty; meaningless while it is empty. The calendar
+// tells a height's ring entries from its older ones by it, at no cost to
+// a push: only a push into an empty bucket, the slow path, records it.
+func (r *Ring) First(h uint64) uint64 { return r.first[h&r.mask] }
+
+// SetFirst sets First(h), for a bucket filled other than by Push (a
+// bucket moved in whole).
+func (r *Ring) SetFirst(h, seq uint64) { r.first[h&r.mask] = seq }
+
+// FirstAddr is where First(h) is kept: the address to prefetch.
+func (r *Ring) FirstAddr(h uint64) unsafe.Pointer { return unsafe.Pointer(&r.first[h&r.mask]) }
 
 // Size is the number of buckets.
 func (r *Ring) Size() uint64 { return r.mask + 1 }
@@ -37,10 +53,6 @@ func (r *Ring) Kill(c *Chunks, h uint64, p Pos, moved func(Entry, Pos)) {
 // Take detaches the whole bucket of height h and returns an iterator over
 // it, in FIFO order.
 func (r *Ring) Take(h uint64) Iter { return r.Buckets.Take(h & r.mask) }
-
-// MoveIn hands bucket i of s, whose entries are all of height h, to the
-// bucket of height h, which must be empty (see Buckets.MoveTo).
-func (r *Ring) MoveIn(h uint64, s *Buckets, i uint64) { s.MoveTo(i, &r.Buckets, h&r.mask) }
 
 // Bucket returns the bucket of height h (read-only use).
 func (r *Ring) Bucket(h uint64) *Bucket { return r.At(h & r.mask) }

@@ -480,17 +480,6 @@ func TestMoveTo(t *testing.T) {
 	src.MoveTo(3, &dst, 5)
 }
 
-func TestRingMoveIn(t *testing.T) {
-	c := NewChunks()
-	r, _ := New(8)
-	s := NewBuckets(2)
-	s.Push(c, 1, Entry{Height: 13, Seq: 1})
-	r.MoveIn(13, &s, 1)
-	if got := seqs(c, r.Take(13)); !slices.Equal(got, []uint64{1}) || s.Len() != 0 || r.Len() != 0 {
-		t.Fatalf("Take(13) = %v; lens %d, %d", got, s.Len(), r.Len())
-	}
-}
-
 // TestPrefetchAnyPos: an entry's address to prefetch is nil for position
 // 0 (no position) and positions past the arena, and prefetching it changes
 // nothing; and a bucket's tail address is where its next Push writes, or

@@ -18,36 +18,55 @@
 //
 // # Spreading the promotions
 //
-// Moving the epochs down when window w+1 begins, timer by timer, would make
-// that one block pay for a whole epoch (and the block's end-of-block
-// latency with it). So the two epochs that move when window w+1 begins are
-// moved during window w, a share per block, into places of their own:
+// Moving an epoch into the ring when its window begins, timer by timer,
+// would make that one block pay for a whole epoch (and the block's
+// end-of-block latency with it). So a window's entry moves whole buckets
+// only, and the moves that go timer by timer are made during the window
+// before, a share per block:
 //
-//   - Staging, for epoch w+k+1 (the first of the epoch tier), which goes to
-//     the ring: L buckets, one per height (h - (w+k+1)L). Its heights' ring
-//     buckets are still in use by epoch w, hence the separate buckets. Each
-//     Advance moves ceil(remaining / blocks left in the window) timers from
-//     the front of the epoch's bucket, in FIFO order, to staging. When
-//     window w+1 begins, whatever is left is moved and each staging bucket
-//     becomes the ring bucket of its height whole (O(1): its chunks are
-//     relinked and no timer moves), so that block costs O(L), not O(n).
+//   - Older timers. When epoch E comes into the ring's range (window
+//     E-k), what the epoch tier holds of it moves whole (O(1)) to older
+//     bucket E % k. Those timers are older than any the ring takes for
+//     their heights from then on, which go straight to the ring buckets.
+//     With k = 0 there are no older buckets: the ring's range is the
+//     current epoch alone.
+//   - Staging, for epoch w+1: L buckets, one per height (h - (w+1)L).
+//     Each Advance of window w moves ceil(remaining / blocks left in the
+//     window) timers from the front of the epoch's source (its older
+//     bucket, or its epoch-tier bucket when k = 0), in FIFO order, to
+//     staging. When window w+1 begins, whatever is left is moved and each
+//     staging bucket goes in front of the ring bucket of its height whole
+//     (O(1): its chunks are relinked and no timer moves), so that block
+//     costs O(L), not O(n).
 //   - The overflow stage, for epoch w+k+C+1, which goes from the tree to
 //     the epoch tier: one bucket, filled with ceil(remaining / blocks left)
 //     timers per Advance from the front of the tree (the tree is in (height,
 //     seq) order and the epoch is its first range). Its epoch bucket is the
-//     one being staged from, hence again a separate bucket; when window w+1
+//     one being staged from, hence a separate bucket; when window w+1
 //     begins it becomes that epoch bucket whole.
 //
-// Staged timers still count as their tier (the epoch tier and the overflow
-// tier): TierOf, Walk, TierLens and NextAfter see the same as without the
-// stages, and so delivery cannot tell. Per height, insertion order survives
-// because each stage takes a prefix of its source, so a height's staged
-// timers precede its unstaged ones, and an Insert goes behind the unstaged
-// ones while any of its height may remain in the source (see Insert).
-// Remove tells the places apart in O(1) by seq, because the resident timers
-// of a height are in seq order: a timer is staged iff its seq is at most the
-// last one staged for its height (stageSeq per height of the staged epoch;
-// for the overflow stage one (height, seq) bound, the source being sorted).
+// Staging in the window just before the epoch's own, not when it comes
+// into the ring's range, writes each staged chunk about L blocks before
+// its delivery reads it, not (k+1)L, and the ring's timers of its heights
+// are not appended to it: the far timers of a mixed load miss the cache
+// less (docs/BENCHMARK_HISTORY.md, session 33).
+//
+// Older and staged timers still count as the tier TierOf names: TierOf,
+// Walk, TierLens and NextAfter see the same as without them, and so
+// delivery cannot tell. Per height, insertion order survives: the older
+// timers precede the ring's; each stage takes a prefix of its source, so
+// a height's staged timers precede its unstaged ones; and an Insert into
+// the staged epoch beyond the ring (k = 0) goes behind the unstaged ones
+// while any of its height may remain in the source (see Insert).
+// Remove tells the places apart in O(1) by seq, because the resident
+// timers of a height are in seq order. Beyond the current epoch, a timer
+// of the ring's range is in its ring bucket iff the bucket is not empty
+// and the timer's seq is at least that of the bucket's first push since
+// it was last empty (the ring records it on the push's slow path, see
+// Queue.inRing); otherwise it is staged iff its seq is at most the last
+// one staged for its height (stageSeq per height of the staged epoch),
+// else older. For the overflow stage one (height, seq) bound does, the
+// source being sorted.
 //
 // The share is counted in timers, not heights, so a block moves O(n/L)
 // timers even when an epoch's timers share one height. The overflow
@@ -118,13 +137,18 @@ type Queue struct {
 	ringEnd  uint64                       // last height the ring holds in window w
 	epochEnd uint64                       // last height the epoch tier holds in window w
 
-	// Staging of epoch w+k+1, when there is one (ringEnd < epochEnd: the
-	// ring does not reach the last epoch yet).
-	stage     ring.Buckets   // bucket h - stageLo: the staged timers of height h
-	stageSeq  []uint64       // per stage bucket, the bound on its seqs (see Remove); 0 when nothing was staged
+	ringMask uint64 // R - 1
+
+	// The timers an epoch held before the ring's range reached it, older
+	// than any the ring takes for its heights: in older until the window
+	// before the epoch's own, staged then into stage, read at each height
+	// before its ring bucket (see the package documentation).
+	older     ring.Buckets   // k buckets: epoch E's at E % k (k >= 1)
+	stage     ring.Buckets   // epoch w+1's staged timers, bucket h - stageLo
+	stageSeq  []uint64       // per height of epoch w+1, the bound on its staged seqs (see Remove); 0 when nothing was staged
+	stageMax  []uint64       // per height of epoch w+1, the greatest seq pushed into the stage
 	stageUsed bool           // some stageSeq may not be 0
-	stageLo   uint64         // first height of the staged epoch: ringEnd + 1
-	stageSrc  uint64         // the staged epoch's bucket in the epoch tier
+	stageLo   uint64         // first height of the staged epoch w+1
 	winEnd    uint64         // last height of window w
 	shifted   [64]ring.Entry // stageShare's, a batch shifted out of the staged epoch
 
@@ -187,11 +211,14 @@ func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue
 	if err != nil {
 		return nil, err
 	}
+	k := l.RingSize/l.EpochLength - 1
 	q := &Queue{
 		C: c, ring: r, epochs: e, overflow: overflow.New(), moved: moved,
-		length: l.EpochLength, k: l.RingSize/l.EpochLength - 1,
+		length: l.EpochLength, k: k, ringMask: l.RingSize - 1,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
-		stage:    ring.NewBuckets(l.EpochLength), stageSeq: make([]uint64, l.EpochLength),
+		older:    ring.NewLowBuckets(max(k, 1)),
+		stage:    ring.NewBuckets(l.EpochLength),
+		stageSeq: make([]uint64, l.EpochLength), stageMax: make([]uint64, l.EpochLength),
 		ostage: ring.NewLowBuckets(1),
 	}
 	q.setWindow(0)
@@ -204,7 +231,7 @@ func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue
 // can hold some (the ring's, the epoch tier's, staging's and the
 // overflow stage's; tombstones not yet dropped take room too).
 func (q *Queue) Reserve(n int) {
-	buckets := q.ring.Size() + q.epochs.Count() + q.length + 1
+	buckets := q.ring.Size() + q.epochs.Count() + q.length + q.k + 1
 	q.C.Reserve(n/ring.ChunkLen + min(n, int(buckets)))
 }
 
@@ -214,18 +241,50 @@ func (q *Queue) setWindow(w uint64) {
 	q.w = w
 	rl, el := q.ringLast(w), q.epochLast(w)
 	q.ringEnd, q.epochEnd = q.lastHeight(rl), q.lastHeight(el)
-	if rl < el { // so rl < maxEpoch: nothing below wraps
-		q.stageLo, q.stageSrc, q.winEnd = q.ringEnd+1, q.epochs.Index(rl+1), w*q.length+q.length-1
+	q.winEnd = q.lastHeight(w)
+	if w < q.maxEpoch {
+		q.stageLo = (w + 1) * q.length
 	}
 	if el < q.maxEpoch {
 		q.ostEnd = q.lastHeight(el + 1)
 	}
 }
 
-// staging reports whether window w has a staged epoch (w+k+1, the first of
-// the epoch tier), which it has unless the ring reaches the last epoch.
-// The overflow stage needs one too: epochEnd < 2^64-1 implies it.
-func (q *Queue) staging() bool { return q.ringEnd < q.epochEnd }
+// staging reports whether window w has a staged epoch, w+1: it has unless
+// w is the last epoch.
+func (q *Queue) staging() bool { return q.w < q.maxEpoch }
+
+// src is the bucket the staged epoch w+1 is staged from: its older bucket,
+// or, when the ring holds only the current epoch (k = 0), its bucket in the
+// epoch tier.
+func (q *Queue) src() (*ring.Buckets, uint64) {
+	if q.k == 0 {
+		return &q.epochs.Buckets, q.epochs.Index(q.w + 1)
+	}
+	return &q.older, (q.w + 1) % q.k
+}
+
+// srcEmpty reports whether nothing of the staged epoch is left to stage.
+func (q *Queue) srcEmpty() bool {
+	if !q.staging() {
+		return true
+	}
+	b, i := q.src()
+	return b.At(i).Empty()
+}
+
+// inRing reports whether the resident timer (h, seq), h in the ring's
+// range, is in its ring bucket. Every timer of the current epoch is (its
+// older ones were put in front at the window's entry); of a later epoch,
+// the older ones, staged or not, all precede the ring's first of their
+// height, and when there are none, every timer is.
+func (q *Queue) inRing(h, seq uint64) bool {
+	// The test that mostly holds comes first: the other may go either way.
+	if q.older.Len()+q.stage.Len() == 0 || h <= q.winEnd {
+		return true // no older timer at all, or none of h
+	}
+	return q.ring.Bucket(h).Live > 0 && seq >= q.ring.First(h)
+}
 
 // Height is the current height.
 func (q *Queue) Height() uint64 { return q.cur }
@@ -236,10 +295,16 @@ func (q *Queue) Len() int {
 	return r + e + o
 }
 
-// TierLens reports how many timers each tier holds; staged timers count as
-// the tier TierOf names.
+// TierLens reports how many timers each tier holds; older and staged
+// timers count as the tier TierOf names.
 func (q *Queue) TierLens() (ringLen, epochLen, overflowLen int) {
-	return q.ring.Len(), q.epochs.Len() + q.stage.Len(), q.overflow.Len() - q.dead + len(q.bulk) + q.ostage.Len()
+	ringLen, epochLen = q.ring.Len()+q.older.Len(), q.epochs.Len()
+	if q.k == 0 {
+		epochLen += q.stage.Len() // the staged epoch lies beyond the ring
+	} else {
+		ringLen += q.stage.Len()
+	}
+	return ringLen, epochLen, q.overflow.Len() - q.dead + len(q.bulk) + q.ostage.Len()
 }
 
 func (q *Queue) addEpochs(e, n uint64) uint64 {
@@ -299,10 +364,10 @@ func (q *Queue) Insert(e ring.Entry) ring.Pos {
 		if i >= q.length {
 			return q.epochs.Push(q.C, e)
 		}
-		// The staged epoch.
-		if q.epochs.At(q.stageSrc).Empty() {
+		// The staged epoch, beyond the ring (k = 0).
+		if q.srcEmpty() {
 			// Nothing of it is left to stage, so nothing of height h.
-			return q.stage.Push(q.C, i, e)
+			return q.stagePush(i, e)
 		}
 		// Behind the unstaged timers, which it must follow. A staged timer
 		// of height h with a seq >= e.Seq can only be one that was removed
@@ -311,7 +376,7 @@ func (q *Queue) Insert(e ring.Entry) ring.Pos {
 		if e.Seq <= q.stageSeq[i] {
 			q.stageSeq[i] = e.Seq - 1
 		}
-		return q.epochs.Buckets.Push(q.C, q.stageSrc, e)
+		return q.epochs.Push(q.C, e)
 	case q.inOstage(h, e.Seq):
 		// Below the bound, the tree holds nothing of height h: for h < ostH
 		// the stage took all of it; for h = ostH, a timer there would be
@@ -441,14 +506,17 @@ func (q *Queue) place(e ring.Entry) { q.report(e, q.Insert(e)) }
 // at p, and its bucket, which a Remove will read and write. It is a hint:
 // any h and p are harmless.
 func (q *Queue) PrefetchAt(h uint64, p ring.Pos) {
-	var b unsafe.Pointer
+	var b, f unsafe.Pointer
 	switch {
 	case h <= q.ringEnd:
 		b = unsafe.Pointer(q.ring.Bucket(h))
+		if q.older.Len()+q.stage.Len() > 0 && h > q.winEnd {
+			f = q.ring.FirstAddr(h) // inRing reads it only then
+		}
 	case h <= q.epochEnd:
 		b = unsafe.Pointer(q.epochs.Bucket(q.epochs.Of(h)))
 	}
-	prefetch.Lines(q.C.Addr(p), b, nil, nil) // one call: each costs more than its hint
+	prefetch.Lines(q.C.Addr(p), b, f, nil) // one call: each costs more than its hint
 }
 
 // Remove takes the resident timer (height, seq), last reported at p, out
@@ -466,19 +534,25 @@ func (q *Queue) Remove(height, seq uint64, p ring.Pos) {
 		panic(fmt.Sprintf("calendar: remove (%d, %d) at %d finds seq %d", height, seq, p, s))
 	}
 	switch {
-	case height <= q.ringEnd:
+	case height <= q.ringEnd && q.inRing(height, seq):
 		q.ring.Kill(q.C, height, p, q.report)
 	case height > q.epochEnd:
 		q.ostage.Kill(q.C, 0, p, q.report)
+	case q.isStaged(height, seq):
+		q.stage.Kill(q.C, height-q.stageLo, p, q.report)
+	case height <= q.ringEnd:
+		q.older.Kill(q.C, q.epochs.Of(height)%q.k, p, q.report)
 	default:
-		// In the staged epoch, the staged timers of a height are those up
-		// to its bound, and all of them once nothing is left to stage.
-		if i := height - q.stageLo; i < q.length && (q.epochs.At(q.stageSrc).Empty() || seq <= q.stageSeq[i]) {
-			q.stage.Kill(q.C, i, p, q.report)
-		} else {
-			q.epochs.Kill(q.C, height, p, q.report)
-		}
+		q.epochs.Kill(q.C, height, p, q.report)
 	}
+}
+
+// isStaged reports whether the resident timer (height, seq), not in the
+// ring, is in the stage: in the staged epoch w+1, the timers up to their
+// height's bound, and all of them once nothing is left to stage.
+func (q *Queue) isStaged(height, seq uint64) bool {
+	i := height - q.stageLo
+	return q.staging() && i < q.length && (q.srcEmpty() || seq <= q.stageSeq[i])
 }
 
 // SetResident lets Kill leave the timers of the overflow tree in it as
@@ -580,17 +654,33 @@ func (q *Queue) Advance(h uint64) {
 // enter moves the window to epoch w > q.w and brings the tiers into line
 // with it.
 func (q *Queue) enter(w uint64) {
-	oldRing, oldEpoch := q.ringLast(q.w), q.epochLast(q.w)
-	staged, stageLo, stageSrc := q.staging(), q.stageLo, q.stageSrc
+	oldW := q.w
+	oldRing, oldEpoch := q.ringLast(oldW), q.epochLast(oldW)
+	// The staged epoch oldW+1 is staged whole: what is left of its source
+	// (only when blocks were skipped) follows its staged timers. After a
+	// jump that epoch is past and holds nothing (Advance's contract), and
+	// epoch w's older timers, if it has any, are staged now.
+	if q.staging() {
+		if b, i := q.src(); b.At(i).Live > 0 {
+			q.stageAll(b, i)
+		}
+	}
+	if q.stageUsed {
+		clear(q.stageSeq)
+		q.stageUsed = false
+	}
+	stageLo := q.stageLo
+	if q.k > 0 && w > oldW+1 && w <= oldRing {
+		if i := w % q.k; q.older.At(i).Live > 0 {
+			stageLo = w * q.length
+			q.stageAllFrom(&q.older, i, stageLo)
+		}
+	}
 	q.setWindow(w)
 	newRing, newEpoch := q.ringLast(w), q.epochLast(w)
-	if !staged {
-		return // the ring reached the last epoch already: nothing moves
-	}
-	// The staged epoch oldRing+1 <= newRing enters the ring. Its ring
-	// buckets are free: the ring of window w spans at most R heights from
-	// w*L, and no resident timer is below w*L. Each staging bucket moves
-	// whole, then what was not staged yet follows it, in FIFO order.
+	// The staged epoch is the current one now: each stage bucket goes in
+	// front of the ring bucket of its height, whole (O(1): chunks are
+	// relinked and no timer moves), so that block costs O(L), not O(n).
 	if q.stage.Len() > 0 {
 		for i := uint64(0); i < q.length; i++ {
 			k, ok := q.stage.Next(i, q.length-i)
@@ -598,29 +688,36 @@ func (q *Queue) enter(w uint64) {
 				break
 			}
 			i += k
-			q.ring.MoveIn(stageLo+i, &q.stage, i)
+			// A ring bucket that held nothing takes the stage whole; its
+			// first seq is then set above the stage's, so that a rollback
+			// across this entry (leave) can take the stage back off it.
+			h := stageLo + i
+			if q.ring.Bucket(h).Empty() {
+				q.ring.SetFirst(h, q.stageMax[i]+1)
+			}
+			q.stage.PrependTo(q.C, i, &q.ring.Buckets, h&q.ringMask, q.report)
 		}
 	}
-	if q.stageUsed {
-		clear(q.stageSeq)
-		q.stageUsed = false
-	}
-	if q.epochs.At(stageSrc).Live > 0 {
-		q.placeAll(q.epochs.Buckets.Take(stageSrc))
-	}
-	// The epochs after it that leave the epoch tier for the ring (only when
-	// h jumps over epochs), whole and in epoch order; a jump over an empty
-	// tier costs nothing, however many epochs it spans.
-	for e := oldRing + 1; e < newRing && e < oldEpoch && q.epochs.Len() > 0; {
+	clear(q.stageMax)
+	// The epochs that leave the epoch tier for the ring's range: each to
+	// its older bucket whole (free: the epoch k before it, which held it, is
+	// past or staged), except epoch w after a jump, whose timers go to its
+	// ring buckets, which hold none of its heights yet. A jump over an
+	// empty tier costs nothing, however many epochs it spans.
+	for e := oldRing; e < newRing && e < oldEpoch && q.epochs.Len() > 0; {
 		e++ // never past newRing <= maxEpoch, so it cannot wrap
-		q.placeAll(q.epochs.Take(e))
+		if e <= w || q.k == 0 {
+			q.placeAll(q.epochs.Take(e))
+		} else {
+			q.epochs.Buckets.MoveTo(q.epochs.Index(e), &q.older, e%q.k)
+		}
 	}
 	if newEpoch == oldEpoch {
 		return // saturated: the tree is empty
 	}
 	// The overflow stage holds the first part of epoch oldEpoch+1. Unless h
-	// jumped so far that the epoch is in the ring now, it goes whole to the
-	// epoch's bucket, free since the staged epoch (or a jumped one) left it.
+	// jumped so far that the epoch is in the ring's range now, it goes
+	// whole to the epoch's bucket, free since epoch oldEpoch+1-C left it.
 	if q.ostage.Len() > 0 {
 		if f := oldEpoch + 1; f > newRing {
 			q.ostage.MoveTo(0, &q.epochs.Buckets, q.epochs.Index(f))
@@ -647,6 +744,24 @@ func (q *Queue) enter(w uint64) {
 	}
 }
 
+// stagePush pushes e into stage bucket i, noting its seq.
+func (q *Queue) stagePush(i uint64, e ring.Entry) ring.Pos {
+	q.stageMax[i] = max(q.stageMax[i], e.Seq)
+	return q.stage.Push(q.C, i, e)
+}
+
+// stageAll moves every timer of bucket i of b, of the staged epoch, to
+// the stage, in order.
+func (q *Queue) stageAll(b *ring.Buckets, i uint64) { q.stageAllFrom(b, i, q.stageLo) }
+
+// stageAllFrom is stageAll for the epoch whose first height is lo.
+func (q *Queue) stageAllFrom(b *ring.Buckets, i, lo uint64) {
+	it := b.Take(i)
+	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
+		q.report(x, q.stagePush(x.Height-lo, x))
+	}
+}
+
 // placeAll places every timer of it, in order.
 func (q *Queue) placeAll(it ring.Iter) {
 	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
@@ -663,10 +778,11 @@ func (q *Queue) stageShare() {
 		return
 	}
 	left := q.winEnd - q.cur + 1
-	if rem := uint64(q.epochs.At(q.stageSrc).Live); rem > 0 {
+	b, si := q.src()
+	if rem := uint64(b.At(si).Live); rem > 0 {
 		q.stageUsed = true
 		for n := (rem + left - 1) / left; n > 0; {
-			k := q.epochs.Buckets.ShiftTo(q.C, q.stageSrc, q.shifted[:min(n, uint64(len(q.shifted)))])
+			k := b.ShiftTo(q.C, si, q.shifted[:min(n, uint64(len(q.shifted)))])
 			if k == 0 {
 				panic(fmt.Sprintf("calendar: the staged epoch's bucket counts %d timers and holds none", rem))
 			}
@@ -674,7 +790,7 @@ func (q *Queue) stageShare() {
 			for _, x := range q.shifted[:k] {
 				i := x.Height - q.stageLo
 				q.stageSeq[i] = x.Seq
-				q.report(x, q.stage.Push(q.C, i, x))
+				q.report(x, q.stagePush(i, x))
 			}
 		}
 	}
@@ -711,26 +827,55 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 	q.noBulk()
 	rl, el := q.ringLast(q.w), q.epochLast(q.w)
 	if end := q.lastHeight(rl); q.cur < end {
-		if h, ok := q.ring.NextOccupied(q.cur+1, end); ok {
+		// The ring's range: its ring buckets, the stage (epoch w+1) and the
+		// older buckets of epochs w+1 on, each of one epoch. Heights go up
+		// to 2^64-1: found, not a sentinel, says whether h is one.
+		h, found := q.ring.NextOccupied(q.cur+1, end)
+		low := func(x uint64, ok bool) {
+			if ok && (!found || x < h) {
+				h, found = x, true
+			}
+		}
+		if q.k > 0 && q.staging() {
+			low(q.stageNext())
+			if j, ok := q.older.Next((q.w+1)%q.k, rl-q.w); ok {
+				// The first epoch with older timers: only its lowest matters.
+				if e := q.w + 1 + j; !found || e*q.length <= h {
+					bound := uint64(math.MaxUint64)
+					if found {
+						bound = h
+					}
+					low(q.older.Lowest(q.C, e%q.k, bound), true)
+				}
+			}
+		}
+		if found {
 			return h, true
 		}
 	}
 	if rl < el {
-		// The staged epoch rl+1: staging is in height order, the rest of
-		// its bucket is not. Its lowest staged height bounds the lowest
-		// unstaged one that matters, which spares a walk of the bucket
-		// after staging shifts out the timers of its lowest height (they
-		// are staged then).
-		h = uint64(math.MaxUint64)
-		if q.stage.Len() > 0 {
-			i, _ := q.stage.Next(0, q.length)
-			h = q.stageLo + i
+		e := rl + 1
+		if q.k == 0 {
+			// The staged epoch w+1, in the epoch tier: its stage set is in
+			// height order, the rest of its bucket is not. Its lowest staged
+			// height bounds the lowest unstaged one that matters, which
+			// spares a walk of the bucket after staging shifts out the
+			// timers of its lowest height (they are staged then).
+			h, found := q.stageNext()
+			if !found {
+				h = math.MaxUint64
+			}
+			if b, i := q.src(); found || !b.At(i).Empty() {
+				return b.Lowest(q.C, i, h), true
+			}
+			if e == el {
+				e = 0 // e+1 may wrap (L = 1 at the top)
+			} else {
+				e++
+			}
 		}
-		if q.stage.Len() > 0 || !q.epochs.At(q.stageSrc).Empty() {
-			return q.epochs.Lowest(q.C, q.stageSrc, h), true
-		}
-		if rl+1 < el { // else rl+2 may wrap (L = 1 at the top)
-			if e, ok := q.epochs.NextOccupied(rl+2, el); ok {
+		if e != 0 {
+			if e, ok := q.epochs.NextOccupied(e, el); ok {
 				return q.epochs.MinHeight(q.C, e), true
 			}
 		}
@@ -750,6 +895,13 @@ func (q *Queue) NextAfter() (h uint64, ok bool) {
 		q.overflow.PopMin()
 		q.leftTree(x.Height)
 	}
+}
+
+// stageNext returns the lowest height in the stage; ok is false when it
+// holds none.
+func (q *Queue) stageNext() (uint64, bool) {
+	k, ok := q.stage.Next(0, q.length)
+	return q.stageLo + k, ok
 }
 
 // Walk calls f for every resident timer, tier by tier, each in its order,

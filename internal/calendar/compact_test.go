@@ -24,9 +24,11 @@ func TestCancelMovesABoundedShare(t *testing.T) {
 		for _, o := range permtest.Orders {
 			t.Run(fmt.Sprintf("%s, %s", where, o.Name), func(t *testing.T) {
 				h := newHarness(t, l)
-				// The epoch after the one staged in window 0 is staged in
-				// window 1: its bucket fills first, then is shifted from.
-				next, _ := stageEpochs(l, l.EpochLength)
+				// The staged epoch of window W lies beyond the ring's range
+				// in window 0: its epoch bucket fills first, goes to the
+				// older buckets whole, then is shifted from in window W.
+				W := stageWindow(l)
+				next, _ := stageEpochs(l, W*l.EpochLength)
 				height := map[string]uint64{"ring": 100, "epoch": next + 7, "staged": next + 9}[where]
 				want := map[string]calendar.Tier{"ring": calendar.TierRing, "epoch": calendar.TierEpoch, "staged": calendar.TierEpoch}[where]
 				if h.Q.TierOf(height) != want {
@@ -36,7 +38,7 @@ func TestCancelMovesABoundedShare(t *testing.T) {
 					must(t, h.Insert(height))
 				}
 				if where == "staged" {
-					must(t, h.Advance(l.EpochLength))
+					must(t, h.Advance(W*l.EpochLength))
 					if staged, unstaged, _, _ := h.Q.StageLens(); staged == 0 || unstaged == 0 {
 						t.Fatalf("%d staged, %d to stage", staged, unstaged)
 					}

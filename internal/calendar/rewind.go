@@ -20,9 +20,11 @@ import (
 //
 //   - more than one window began after h, or one did near 2^64 (where the
 //     windows saturate); one window is left as leave says;
-//   - a timer of back is due at h or before, or belongs in a stage (the
-//     staged epoch, or the overflow stage's part of the tree), whose
-//     sources are taken in order a prefix at a time.
+//   - a timer of back is due at h or before, or may belong among the older
+//     timers of its height (see Queue.inRing) or in a stage (the staged
+//     epoch, or the overflow stage's part of the tree), whose sources are
+//     taken in order a prefix at a time; when a window is left, the
+//     current epoch's timers go back to its stage or its ring buckets.
 //
 // The tree's tombstones of timers no longer killed go (forget).
 // Otherwise nothing else depends on the height: the stages may hold more
@@ -60,11 +62,28 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 	for len(back) > 0 {
 		x, n := back[0], 1
 		switch {
+		case leave && x.Height-q.stageLo < q.length: // the staged epoch again: one height
+			for n < len(back) && back[n].Height == x.Height {
+				n++
+			}
+			// Below the ring bucket's first seq, the stage's (see leave).
+			k := 0
+			for k < n && (q.k == 0 || back[k].Seq < q.ring.First(x.Height)) {
+				k++
+			}
+			if k > 0 {
+				i := x.Height - q.stageLo
+				q.rebuildWith(&q.stage, i, back[:k])
+				q.stageMax[i] = max(q.stageMax[i], back[k-1].Seq)
+			}
+			if k < n {
+				q.rebuildWith(&q.ring.Buckets, x.Height&q.ringMask, back[k:n])
+			}
 		case x.Height <= q.ringEnd: // one height a bucket
 			for n < len(back) && back[n].Height == x.Height {
 				n++
 			}
-			q.rebuildWith(&q.ring.Buckets, x.Height&(q.ring.Size()-1), back[:n])
+			q.rebuildWith(&q.ring.Buckets, x.Height&q.ringMask, back[:n])
 		case x.Height <= q.epochEnd: // one epoch a bucket
 			e := q.epochs.Of(x.Height)
 			for n < len(back) && q.epochs.Of(back[n].Height) == e {
@@ -79,18 +98,28 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 	return true
 }
 
-// staged reports whether timer e, of the epoch tier or beyond, belongs in
-// a stage: the staged epoch's heights, or the overflow stage's bound; in
-// the window before when leaving this one, where the epochs that entered
-// the ring and the epoch tier in this one are the stages'.
+// staged reports whether timer e of back may not go back to the ring
+// bucket or the epoch bucket of its height: it belongs in a stage (the
+// staged epoch beyond the ring when k = 0, or the overflow stage's
+// bound), or it is of the ring's range and not known to be of the ring.
+// It was if its seq is not below the first of its ring bucket; a ring
+// bucket emptied by this window's deliveries (e.Height <= Height()) had no
+// older timers left of its height, which went in front of it at the
+// window's entry. When leaving the window, the epoch tier's last epoch
+// goes to the overflow stage, and the current epoch's timers go back
+// (Rewind) to its stage or its ring buckets.
 func (q *Queue) staged(e ring.Entry, leaving bool) bool {
 	if leaving {
-		ep := e.Height / q.length
-		return ep == q.ringLast(q.w) || ep == q.epochLast(q.w)
+		switch ep := q.epochs.Of(e.Height); ep {
+		case q.epochLast(q.w):
+			return true
+		case q.w:
+			return false
+		}
 	}
 	switch {
 	case e.Height <= q.ringEnd:
-		return false
+		return e.Height > q.cur && !q.inRing(e.Height, e.Seq)
 	case e.Height <= q.epochEnd:
 		return e.Height-q.stageLo < q.length
 	}
@@ -143,23 +172,31 @@ func (q *Queue) rebuildWith(s *ring.Buckets, i uint64, back []ring.Entry) {
 }
 
 // leave moves the window back from w to w-1, as if window w had not begun
-// and every Advance of window w-1 had been made: window w's stages go back
-// to their sources (the staged timers in front of the rest of their epoch
-// bucket, the overflow stage's into the tree); then what enter(w) moved
-// down a tier goes back whole, as the stages of window w-1 with nothing
-// left to stage: the ring's epoch ringLast(w) to staging, the epoch tier's
-// epoch epochLast(w) to the overflow stage. Per height the order stays
-// sequence order, and every timer is where Remove will look for it.
+// and every Advance of window w-1 had been made. Every timer window w's
+// blocks inserted is gone already (Rewind's caller removed them), so:
+//
+//   - the stage of epoch w+1 goes back in front of the rest of its source;
+//   - the overflow stage's epoch goes back to the tree, and the epoch
+//     tier's last epoch, w+k+C, to the overflow stage, whole;
+//   - epoch w+k goes back from its older bucket to the epoch tier, whole,
+//     and what the ring holds of it follows;
+//   - epoch w is the staged epoch again, all of it staged: each of its
+//     ring buckets gives its older timers, those below its first seq (set
+//     so at the window's entry), back to the stage; with k = 0 the ring
+//     does not reach epoch w in window w-1, and its buckets go whole.
+//
+// Per height the order stays sequence order, and every timer is where
+// Remove will look for it.
 func (q *Queue) leave() {
 	w := q.w
-	epochLast := q.epochLast(w)
+	b, si := q.src()
 	es := q.leaving[:0]
 	for i := range q.length {
 		es = drain(q.stage.Take(i), q.C, es)
 	}
-	es = drain(q.epochs.Buckets.Take(q.stageSrc), q.C, es)
+	es = drain(b.Take(si), q.C, es)
 	for _, x := range es {
-		q.report(x, q.epochs.Buckets.Push(q.C, q.stageSrc, x))
+		q.report(x, b.Push(q.C, si, x))
 	}
 	clear(es)
 	q.leaving = es[:0]
@@ -167,20 +204,50 @@ func (q *Queue) leave() {
 		clear(q.stageSeq)
 		q.stageUsed = false
 	}
+	clear(q.stageMax)
 	q.ostH, q.ostSeq = 0, 0 // so that Insert puts them in the tree
 	q.placeAll(q.ostage.Take(0))
 
+	epochLast := q.epochLast(w)
 	q.setWindow(w - 1)
-	for i := range q.length {
-		h := q.stageLo + i // of epoch ringLast
-		if q.ring.Bucket(h).Live > 0 {
-			q.ring.Buckets.MoveTo(h&(q.ring.Size()-1), &q.stage, i)
-		}
-	}
 	if e := q.epochs.Index(epochLast); q.epochs.At(e).Live > 0 {
 		q.epochs.Buckets.MoveTo(e, &q.ostage, 0)
 	}
 	q.ostH, q.ostSeq, q.ostLeft = q.ostEnd, math.MaxUint64, 0
+	if q.k > 0 {
+		e := w + q.k
+		if q.older.At(e%q.k).Live > 0 {
+			q.older.MoveTo(e%q.k, &q.epochs.Buckets, q.epochs.Index(e))
+		}
+		// What the ring holds of it (a queue built anew in window w put
+		// all its timers there) follows, per height after the older ones.
+		for i := range q.length {
+			if h := e*q.length + i; !q.ring.Bucket(h).Empty() {
+				q.placeAll(q.ring.Take(h))
+			}
+		}
+	}
+	var buf [64]ring.Entry
+	for i := range q.length {
+		h := q.stageLo + i // of epoch w
+		j := h & q.ringMask
+		if q.ring.At(j).Empty() {
+			continue
+		}
+		if q.k == 0 {
+			q.ring.Buckets.MoveTo(j, &q.stage, i)
+			continue
+		}
+		for bound := q.ring.First(h); ; {
+			n := q.ring.Buckets.ShiftBelow(q.C, j, bound, buf[:])
+			for _, x := range buf[:n] {
+				q.report(x, q.stagePush(i, x))
+			}
+			if n < len(buf) {
+				break
+			}
+		}
+	}
 }
 
 // drain appends every timer of it to es, in order.

@@ -9,9 +9,10 @@ import (
 )
 
 // rewindQueue is a queue under layout (16, 8, 3): at first the ring holds
-// heights 0..15, the epoch tier 16..39 (16..23 the staged epoch), the tree
-// the rest (40..47 the overflow stage's epoch), with the positions of its timers (by Val = seq) kept as
-// an owner keeps them, and the timers it killed.
+// heights 0..15 (8..15 the staged epoch), the epoch tier 16..39, the tree
+// the rest (40..47 the overflow stage's epoch), with the positions of its
+// timers (by Val = seq) kept as an owner keeps them, and the timers it
+// killed.
 type rewindQueue struct {
 	q      *calendar.Queue
 	pos    map[uint32]ring.Pos
@@ -76,10 +77,10 @@ func (rq *rewindQueue) contents() []ring.Entry {
 }
 
 // spread puts timers in every place of the layout at height 0 (the ring,
-// the staged epoch 2 and the epoch tier, the overflow stage's epoch 5 and
-// the tree), runs to height 7 (staging parts of epochs 2 and 5), takes 5,
-// then enters window 1 at 8 (ring 8..23, staged epoch 3, overflow stage
-// epoch 6) and takes 9.
+// the epoch tier, the overflow stage's epoch 5 and the tree), runs to
+// height 7 (staging part of epoch 5), takes 5, then enters window 1 at 8
+// (ring 8..23, epoch 2 older, staged in it, overflow stage epoch 6) and
+// takes 9.
 func spread(rq *rewindQueue) {
 	for seq, h := range []uint64{5, 9, 12, 18, 20, 30, 44, 50, 100, 9} {
 		rq.insert(h, uint64(seq)+1)
@@ -166,9 +167,23 @@ func TestRewind(t *testing.T) {
 		to: 3, next: 4, back: []ring.Entry{at(100, 2)}, ok: true,
 		due: map[uint64][]uint64{100: {1, 2, 3}},
 	}, {
-		name:  "a timer of the staged epoch",
-		setup: built([]uint64{20}, 3, 1),
-		to:    3, next: 2, back: []ring.Entry{at(20, 1)}, ok: false,
+		// (20, 1), inserted when epoch 2 lay beyond the ring, is older than
+		// whatever the ring takes of height 20: its place is not the ring
+		// bucket.
+		name:  "an older timer of the ring's range",
+		setup: built([]uint64{20, 21}, 9, 1), // (21, 2) stays older
+		to:    9, next: 2, back: []ring.Entry{at(20, 1)}, ok: false,
+	}, {
+		name: "a cancelled timer comes back to a ring bucket behind an older one",
+		setup: func(rq *rewindQueue) {
+			rq.insert(20, 1) // the epoch tier, then older, then staged in window 1
+			rq.q.Advance(9)
+			rq.insert(20, 2) // the ring
+			rq.insert(20, 3)
+			rq.kill(20, 3)
+		},
+		to: 9, next: 4, back: []ring.Entry{at(20, 3)}, ok: true,
+		due: map[uint64][]uint64{20: {1, 2, 3}},
 	}, {
 		name:  "a timer of the overflow stage",
 		setup: built([]uint64{41, 41}, 1, 1), // at 1, (41, 1) is staged: a share of 1 in 7 blocks

@@ -21,13 +21,19 @@ var stageLayouts = []calendar.Layout{
 	{RingSize: 256, EpochLength: 64, EpochCount: 4},
 }
 
-// stageEpochs returns the first heights of the staged epoch (w+k+1) and of
+// stageEpochs returns the first heights of the staged epoch (w+1) and of
 // the overflow stage's epoch (w+k+C+1) of the window of height cur, far
 // from the top of the range.
 func stageEpochs(l calendar.Layout, cur uint64) (staged, ostaged uint64) {
 	w, k := cur/l.EpochLength, l.RingSize/l.EpochLength-1
-	return (w + k + 1) * l.EpochLength, (w + k + l.EpochCount + 1) * l.EpochLength
+	return (w + 1) * l.EpochLength, (w + k + l.EpochCount + 1) * l.EpochLength
 }
+
+// stageWindow is the first window whose staged epoch lay beyond the ring's
+// range in window 0, so that the timers inserted for it there are older
+// than any the ring takes for its heights, and staged in that window: k,
+// or 1 when k = 0.
+func stageWindow(l calendar.Layout) uint64 { return max(l.RingSize/l.EpochLength-1, 1) }
 
 func newHarness(t *testing.T, l calendar.Layout) *calendartest.Harness {
 	t.Helper()
@@ -121,17 +127,19 @@ func TestStagesSpreadPromotion(t *testing.T) {
 	}
 }
 
-// TestInsertIntoStagedEpoch inserts at two heights of an epoch before it
-// is the staged one (into its epoch bucket), while it is being staged
-// (behind the timers not staged yet) and once all of it is staged
-// (straight into staging); per height they are delivered in insertion
-// order (the harness compares with its model).
+// TestInsertIntoStagedEpoch inserts at two heights of an epoch before the
+// ring's range reaches it (into its epoch bucket), while it is being staged
+// and once all of it is staged. Those go to the ring when the ring holds
+// the staged epoch (k >= 1); when it does not (k = 0), behind the timers
+// not staged yet, then straight into staging. Per height they are
+// delivered in insertion order (the harness compares with its model).
 func TestInsertIntoStagedEpoch(t *testing.T) {
 	for _, l := range stageLayouts {
 		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
 			h := newHarness(t, l)
-			L := l.EpochLength
-			s, _ := stageEpochs(l, L) // the staged epoch of window 1
+			L, W := l.EpochLength, stageWindow(l)
+			behind := l.RingSize == L   // k = 0: the staged epoch lies beyond the ring
+			s, _ := stageEpochs(l, W*L) // the staged epoch of window W
 			heights := []uint64{s + L/2, s + L - 1}
 			insert := func(n int) {
 				for range n {
@@ -145,29 +153,29 @@ func TestInsertIntoStagedEpoch(t *testing.T) {
 			if got := stageLens(h); got[0] != 0 || got[1] != 0 {
 				t.Fatalf("in window 0: StageLens %v, want nothing staged", got)
 			}
-			for h.Cur() < L { // to window 1: its first share
+			for h.Cur() < W*L { // to window W: its first share
 				step(t, h)
 			}
 			got := stageLens(h)
 			if L > 1 {
 				if got[0] == 0 || got[1] == 0 {
-					t.Fatalf("at the start of window 1: StageLens %v, want a partial distribution", got)
+					t.Fatalf("at the start of window %d: StageLens %v, want a partial distribution", W, got)
 				}
 				insert(2)
-				if now := stageLens(h); now[0] != got[0] || now[1] != got[1]+4 {
-					t.Fatalf("inserts during the distribution: StageLens %v -> %v, want 4 more unstaged", got, now)
+				if now := stageLens(h); now[0] != got[0] || now[1] != got[1]+4*btoi(behind) {
+					t.Fatalf("inserts during the distribution: StageLens %v -> %v, want %d more unstaged", got, now, 4*btoi(behind))
 				}
-				for h.Cur() < 2*L-1 {
+				for h.Cur() < (W+1)*L-1 {
 					step(t, h)
 				}
 				got = stageLens(h)
 			}
-			if got[1] != 0 || got[0] != 6*int(L)+4*btoi(L > 1) {
+			if got[1] != 0 || got[0] != 6*int(L)+4*btoi(L > 1 && behind) {
 				t.Fatalf("at the window's last block: StageLens %v, want everything staged", got)
 			}
 			insert(2)
-			if now := stageLens(h); now[1] != 0 || now[0] != got[0]+4 {
-				t.Fatalf("inserts after the distribution: StageLens %v -> %v, want them staged", got, now)
+			if now := stageLens(h); now[1] != 0 || now[0] != got[0]+4*btoi(behind) {
+				t.Fatalf("inserts after the distribution: StageLens %v -> %v, want %d more staged", got, now, 4*btoi(behind))
 			}
 			drain(t, h)
 		})
@@ -192,7 +200,8 @@ func TestRemoveStagedAndUnstaged(t *testing.T) {
 		}
 		t.Run(calendartest.LayoutName(l), func(t *testing.T) {
 			h := newHarness(t, l)
-			s, _ := stageEpochs(l, L) // the staged epoch of window 1
+			W := stageWindow(l)
+			s, _ := stageEpochs(l, W*L) // the staged epoch of window W
 			target := s + 1
 			// The first share, ceil(n/L), must be a few chunks.
 			n := int(L)*4*ring.ChunkLen + 1
@@ -201,7 +210,7 @@ func TestRemoveStagedAndUnstaged(t *testing.T) {
 				must(t, h.Insert(target))
 				seqs = append(seqs, h.Seq)
 			}
-			for h.Cur() < L { // to window 1: its first share
+			for h.Cur() < W*L { // to window W: its first share
 				step(t, h)
 			}
 			got := stageLens(h)
@@ -229,7 +238,7 @@ func TestRemoveStagedAndUnstaged(t *testing.T) {
 				h.Remove(sq)
 			}
 			must(t, h.Check())
-			for h.Cur() < 2*L {
+			for h.Cur() < (W+1)*L {
 				step(t, h)
 			}
 			drain(t, h)
@@ -247,7 +256,8 @@ func TestJumpMidStaging(t *testing.T) {
 		for _, far := range []bool{false, true} {
 			t.Run(calendartest.LayoutName(l), func(t *testing.T) {
 				h := newHarness(t, l)
-				s, o := stageEpochs(l, L) // window 1's
+				W := stageWindow(l)
+				s, o := stageEpochs(l, W*L) // window W's
 				var staged []uint64
 				for range 8 * L {
 					must(t, h.Insert(s+L-1))
@@ -255,7 +265,7 @@ func TestJumpMidStaging(t *testing.T) {
 					must(t, h.Insert(o+L-1))
 					must(t, h.Insert(o+L-1+3*L)) // later epochs of the tree
 				}
-				for h.Cur() < L {
+				for h.Cur() < W*L {
 					step(t, h)
 				}
 				if got := stageLens(h); L > 1 && (got[0] == 0 || got[1] == 0 || got[2] == 0 || got[3] == 0) {
@@ -356,7 +366,8 @@ func TestInsertIntoOverflowStage(t *testing.T) {
 // go behind what is not staged yet and Remove must still find it, in both
 // stages.
 func TestSeqReusedBelowBound(t *testing.T) {
-	// In window 1 (4..7): staged epoch 5 (20..23), overflow stage epoch 8 (32..35).
+	// In window 4 (16..19): staged epoch 5 (20..23), beyond the ring's range
+	// in window 0; overflow stage epoch 11 (44..47).
 	l := calendar.Layout{RingSize: 16, EpochLength: 4, EpochCount: 3}
 	pos := map[uint32]ring.Pos{}
 	q, err := calendar.New(l, func(val uint32, p ring.Pos) { pos[val] = p })
@@ -378,10 +389,10 @@ func TestSeqReusedBelowBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, x := range []timer{{21, 10}, {21, 20}, {22, 30}, {22, 40}, {23, 50}, {23, 60}, {33, 100}, {34, 50}, {35, 1}} {
+	for _, x := range []timer{{21, 10}, {21, 20}, {22, 30}, {22, 40}, {23, 50}, {23, 60}, {45, 100}, {46, 50}, {47, 1}} {
 		insert(x)
 	}
-	q.Advance(4) // 4 blocks in the window: stages (21, 10), (21, 20) and (33, 100)
+	q.Advance(16) // 4 blocks in the window: stages (21, 10), (21, 20) and (45, 100)
 	if a, b, c, d := q.StageLens(); a != 2 || b != 4 || c != 1 || d != 2 {
 		t.Fatalf("StageLens %d %d %d %d", a, b, c, d)
 	}
@@ -392,11 +403,11 @@ func TestSeqReusedBelowBound(t *testing.T) {
 	remove(timer{21, 15})
 	verify()
 	insert(timer{21, 16})
-	remove(timer{33, 100}) // in the overflow stage
-	insert(timer{33, 7})
+	remove(timer{45, 100}) // in the overflow stage
+	insert(timer{45, 7})
 	verify()
-	remove(timer{33, 7})
-	insert(timer{33, 8})
+	remove(timer{45, 7})
+	insert(timer{45, 8})
 	verify()
 	var got []timer
 	for q.Len() > 0 {
@@ -412,7 +423,7 @@ func TestSeqReusedBelowBound(t *testing.T) {
 		}
 		verify()
 	}
-	want := []timer{{21, 10}, {21, 16}, {22, 30}, {22, 40}, {23, 50}, {23, 60}, {33, 8}, {34, 50}, {35, 1}}
+	want := []timer{{21, 10}, {21, 16}, {22, 30}, {22, 40}, {23, 50}, {23, 60}, {45, 8}, {46, 50}, {47, 1}}
 	if len(got) != len(want) {
 		t.Fatalf("delivered %v, want %v", got, want)
 	}

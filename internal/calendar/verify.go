@@ -12,16 +12,31 @@ type place uint8
 
 const (
 	inRing   place = iota + 1
-	inStage        // staging of the staged epoch (tier: epoch)
+	inStage        // the stage of the staged epoch w+1
+	inOlder        // the older bucket of an epoch of the ring's range
 	inEpoch        // an epoch bucket (tier: epoch)
 	inOstage       // the overflow stage (tier: overflow)
 	inTree         // the overflow tree (tier: overflow)
 )
 
 // walk calls f for every resident timer with its tier, its position (0 in
-// the tree) and its place, in Walk's order.
+// the tree) and its place, in Walk's order: per height, the stage before
+// the older buckets before the ring, and every stage before the rest of
+// its source.
 func (q *Queue) walk(f func(e ring.Entry, t Tier, p ring.Pos, pl place)) {
-	ringEnd := q.lastHeight(q.ringLast(q.w))
+	rl := q.ringLast(q.w)
+	byTier := func(pl place) func(ring.Entry, ring.Pos) {
+		return func(e ring.Entry, p ring.Pos) { f(e, q.TierOf(e.Height), p, pl) }
+	}
+	for i := range q.length {
+		q.stage.At(i).WalkPos(q.C, byTier(inStage))
+	}
+	if q.k > 0 {
+		for e := q.w + 1; e <= rl && e > q.w; e++ { // e > q.w: no wrap at the top
+			q.older.At(e%q.k).WalkPos(q.C, byTier(inOlder))
+		}
+	}
+	ringEnd := q.lastHeight(rl)
 	start := q.w * q.length
 	for x := start; ; x++ {
 		q.ring.Bucket(x).WalkPos(q.C, func(e ring.Entry, p ring.Pos) { f(e, TierRing, p, inRing) })
@@ -29,11 +44,8 @@ func (q *Queue) walk(f func(e ring.Entry, t Tier, p ring.Pos, pl place)) {
 			break
 		}
 	}
-	for i := range q.length {
-		q.stage.At(i).WalkPos(q.C, func(e ring.Entry, p ring.Pos) { f(e, TierEpoch, p, inStage) })
-	}
 	last := q.epochLast(q.w)
-	for e := q.ringLast(q.w); e < last; {
+	for e := rl; e < last; {
 		e++
 		q.epochs.Bucket(e).WalkPos(q.C, func(x ring.Entry, p ring.Pos) { f(x, TierEpoch, p, inEpoch) })
 	}
@@ -58,8 +70,9 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 			err = fmt.Errorf("calendar at %d: "+format, append([]any{q.cur}, a...)...)
 		}
 	}
-	srcEmpty := !q.staging() || q.epochs.At(q.stageSrc).Empty()
-	var nStage, nOstage, nTreeNext int
+	srcEmpty := q.srcEmpty()
+	rl := q.ringLast(q.w)
+	var nStage, nOlder, nOstage, nTreeNext int
 	first := q.w * q.length
 	q.walk(func(e ring.Entry, t Tier, p ring.Pos, pl place) {
 		if pl != inTree && pos != nil {
@@ -70,7 +83,12 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 		if t != q.TierOf(e.Height) {
 			fail("(%d, %d) is in tier %d, TierOf says %d", e.Height, e.Seq, t, q.TierOf(e.Height))
 		}
-		stagedEpoch := q.staging() && e.Height-q.stageLo < q.length
+		ep := q.epochs.Of(e.Height)
+		stagedEpoch := q.staging() && ep == q.w+1
+		older := pl == inStage || pl == inOlder
+		if e.Height <= q.ringEnd && ep > q.w && older == q.inRing(e.Height, e.Seq) {
+			fail("(%d, %d) in place %d, where Remove would look in the ring: %v", e.Height, e.Seq, pl, !older)
+		}
 		switch pl {
 		case inRing:
 			if e.Height < first {
@@ -78,10 +96,19 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 			}
 		case inStage:
 			nStage++
-			if !stagedEpoch {
-				fail("(%d, %d) is staged outside the staged epoch", e.Height, e.Seq)
-			} else if !srcEmpty && e.Seq > q.stageSeq[e.Height-q.stageLo] {
+			switch {
+			case !stagedEpoch:
+				fail("(%d, %d) is staged outside the staged epoch %d", e.Height, e.Seq, q.w+1)
+			case stagedEpoch && !srcEmpty && e.Seq > q.stageSeq[e.Height-q.stageLo]:
 				fail("staged (%d, %d) is above its bound %d: Remove would not find it", e.Height, e.Seq, q.stageSeq[e.Height-q.stageLo])
+			}
+		case inOlder:
+			nOlder++
+			switch {
+			case q.k == 0 || ep <= q.w || ep > rl:
+				fail("(%d, %d) is kept as older outside epochs %d to %d", e.Height, e.Seq, q.w+1, rl)
+			case stagedEpoch && e.Seq <= q.stageSeq[e.Height-q.stageLo]:
+				fail("unstaged (%d, %d) is within its bound %d: Remove would not find it", e.Height, e.Seq, q.stageSeq[e.Height-q.stageLo])
 			}
 		case inEpoch:
 			if stagedEpoch && e.Seq <= q.stageSeq[e.Height-q.stageLo] {
@@ -119,9 +146,10 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 		fail("the tree holds %d tombstones, counted %d, named %d", nDead, q.dead, len(q.deadKeys))
 	}
 	nTreeNext += nDeadNext
-	// Every bucket holds one height (the ring, staging) or one epoch (the
-	// epoch tier): a walk in bucket order from the right bucket.
-	// A ring bucket, one height, is in seq order: its delivery order.
+	// Every bucket holds one height (the ring, the stage), one epoch
+	// (the older buckets, the epoch tier): a walk in bucket order from
+	// the right bucket. A ring bucket, one height, is in seq order: its
+	// delivery order.
 	for x := range q.ring.Size() {
 		h, last := first+x, uint64(0)
 		q.ring.Bucket(h).Walk(q.C, func(e ring.Entry) {
@@ -141,6 +169,13 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 			}
 		})
 	}
+	for j := range max(q.k, 1) {
+		q.older.At(j).Walk(q.C, func(x ring.Entry) {
+			if q.k == 0 || q.epochs.Of(x.Height)%q.k != j {
+				fail("older bucket %d holds height %d", j, x.Height)
+			}
+		})
+	}
 	for e := range q.epochs.Count() {
 		b := q.epochs.At(e)
 		b.Walk(q.C, func(x ring.Entry) {
@@ -150,14 +185,14 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 		})
 	}
 	switch {
-	case nStage != q.stage.Len() || nOstage != q.ostage.Len():
-		fail("stages hold %d and %d, count %d and %d", nStage, nOstage, q.stage.Len(), q.ostage.Len())
+	case nStage != q.stage.Len() || nOlder != q.older.Len() || nOstage != q.ostage.Len():
+		fail("stages hold %d, %d and %d, count %d, %d and %d", nStage, nOlder, nOstage, q.stage.Len(), q.older.Len(), q.ostage.Len())
+	case !q.staging() && nStage > 0:
+		fail("the stage holds timers without a staged epoch")
 	case q.epochEnd == math.MaxUint64 && (nOstage > 0 || q.ostLeft != 0):
 		fail("an overflow stage (%d, counted %d) without an overflow tier", nOstage, q.ostLeft)
 	case q.epochEnd < math.MaxUint64 && nTreeNext != q.ostLeft:
 		fail("the tree holds %d of the next epoch, counted %d", nTreeNext, q.ostLeft)
-	case !q.staging() && (nStage > 0 || nOstage > 0):
-		fail("stages hold timers without a staged epoch")
 	}
 	if !q.stageUsed {
 		for i, s := range q.stageSeq {
