@@ -54,6 +54,9 @@ func (r *Ring) Kill(c *Chunks, h uint64, p Pos, moved func(Entry, Pos)) {
 // it, in FIFO order.
 func (r *Ring) Take(h uint64) Iter { return r.Buckets.Take(h & r.mask) }
 
+// Index is the bucket of height h: h & (Size()-1).
+func (r *Ring) Index(h uint64) uint64 { return h & r.mask }
+
 // Bucket returns the bucket of height h (read-only use).
 func (r *Ring) Bucket(h uint64) *Bucket { return r.At(h & r.mask) }
 

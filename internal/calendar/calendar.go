@@ -137,8 +137,6 @@ type Queue struct {
 	ringEnd  uint64                       // last height the ring holds in window w
 	epochEnd uint64                       // last height the epoch tier holds in window w
 
-	ringMask uint64 // R - 1
-
 	// The timers an epoch held before the ring's range reached it, older
 	// than any the ring takes for its heights: in older until the window
 	// before the epoch's own, staged then into stage, read at each height
@@ -150,7 +148,7 @@ type Queue struct {
 	stageUsed bool           // some stageSeq may not be 0
 	stageLo   uint64         // first height of the staged epoch w+1
 	winEnd    uint64         // last height of window w
-	shifted   [64]ring.Entry // stageShare's, a batch shifted out of the staged epoch
+	shifted   [64]ring.Entry // a batch shifted out of a bucket (stageShare, leave)
 
 	// The overflow stage of epoch w+k+C+1, when there is one (epochEnd <
 	// 2^64-1): a prefix of the tree in (height, seq) order, up to (ostH,
@@ -214,7 +212,7 @@ func NewIn(l Layout, c *ring.Chunks, moved func(val uint32, p ring.Pos)) (*Queue
 	k := l.RingSize/l.EpochLength - 1
 	q := &Queue{
 		C: c, ring: r, epochs: e, overflow: overflow.New(), moved: moved,
-		length: l.EpochLength, k: k, ringMask: l.RingSize - 1,
+		length: l.EpochLength, k: k,
 		maxEpoch: math.MaxUint64 / l.EpochLength,
 		older:    ring.NewLowBuckets(max(k, 1)),
 		stage:    ring.NewBuckets(l.EpochLength),
@@ -281,11 +279,15 @@ func (q *Queue) srcEmpty() bool {
 func (q *Queue) inRing(h, seq uint64) bool {
 	// Whether any older timer exists changes seldom, so its branch is
 	// predicted well; h <= winEnd goes either way, and comes second.
-	if q.older.Len()+q.stage.Len() == 0 || h <= q.winEnd {
+	if !q.hasOlder() || h <= q.winEnd {
 		return true // no older timer at all, or none of h
 	}
 	return q.ring.Bucket(h).Live > 0 && seq >= q.ring.First(h)
 }
+
+// hasOlder reports whether any older timer is resident, staged or not:
+// with none, every timer of the ring's range is in its ring bucket.
+func (q *Queue) hasOlder() bool { return q.older.Len()+q.stage.Len() > 0 }
 
 // Height is the current height.
 func (q *Queue) Height() uint64 { return q.cur }
@@ -511,7 +513,7 @@ func (q *Queue) PrefetchAt(h uint64, p ring.Pos) {
 	switch {
 	case h <= q.ringEnd:
 		b = unsafe.Pointer(q.ring.Bucket(h))
-		if q.older.Len()+q.stage.Len() > 0 && h > q.winEnd {
+		if q.hasOlder() && h > q.winEnd {
 			f = q.ring.FirstAddr(h) // inRing reads it only then
 		}
 	case h <= q.epochEnd:
@@ -663,18 +665,14 @@ func (q *Queue) enter(w uint64) {
 	// epoch w's older timers, if it has any, are staged now.
 	if q.staging() {
 		if b, i := q.src(); b.At(i).Live > 0 {
-			q.stageAll(b, i)
+			q.stageAll(b, i, q.stageLo)
 		}
-	}
-	if q.stageUsed {
-		clear(q.stageSeq)
-		q.stageUsed = false
 	}
 	stageLo := q.stageLo
 	if q.k > 0 && w > oldW+1 && w <= oldRing {
 		if i := w % q.k; q.older.At(i).Live > 0 {
 			stageLo = w * q.length
-			q.stageAllFrom(&q.older, i, stageLo)
+			q.stageAll(&q.older, i, stageLo)
 		}
 	}
 	q.setWindow(w)
@@ -696,10 +694,10 @@ func (q *Queue) enter(w uint64) {
 			if q.ring.Bucket(h).Empty() {
 				q.ring.SetFirst(h, q.stageMax[i]+1)
 			}
-			q.stage.PrependTo(q.C, i, &q.ring.Buckets, h&q.ringMask, q.report)
+			q.stage.PrependTo(q.C, i, &q.ring.Buckets, q.ring.Index(h), q.report)
 		}
 	}
-	clear(q.stageMax)
+	q.forgetStage()
 	// The epochs that leave the epoch tier for the ring's range: each to
 	// its older bucket whole (free: the epoch k before it, which held it, is
 	// past or staged), except epoch w after a jump, whose timers go to its
@@ -745,18 +743,25 @@ func (q *Queue) enter(w uint64) {
 	}
 }
 
+// forgetStage clears what the stage knew of the staged epoch's seqs, once
+// that epoch is staged no more.
+func (q *Queue) forgetStage() {
+	if q.stageUsed {
+		clear(q.stageSeq)
+		q.stageUsed = false
+	}
+	clear(q.stageMax)
+}
+
 // stagePush pushes e into stage bucket i, noting its seq.
 func (q *Queue) stagePush(i uint64, e ring.Entry) ring.Pos {
 	q.stageMax[i] = max(q.stageMax[i], e.Seq)
 	return q.stage.Push(q.C, i, e)
 }
 
-// stageAll moves every timer of bucket i of b, of the staged epoch, to
-// the stage, in order.
-func (q *Queue) stageAll(b *ring.Buckets, i uint64) { q.stageAllFrom(b, i, q.stageLo) }
-
-// stageAllFrom is stageAll for the epoch whose first height is lo.
-func (q *Queue) stageAllFrom(b *ring.Buckets, i, lo uint64) {
+// stageAll moves every timer of bucket i of b, of the epoch whose first
+// height is lo, to the stage, in order.
+func (q *Queue) stageAll(b *ring.Buckets, i, lo uint64) {
 	it := b.Take(i)
 	for x, ok := it.Next(q.C); ok; x, ok = it.Next(q.C) {
 		q.report(x, q.stagePush(x.Height-lo, x))

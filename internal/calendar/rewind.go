@@ -77,13 +77,13 @@ func (q *Queue) Rewind(h, next uint64, back []ring.Entry) bool {
 				q.stageMax[i] = max(q.stageMax[i], back[k-1].Seq)
 			}
 			if k < n {
-				q.rebuildWith(&q.ring.Buckets, x.Height&q.ringMask, back[k:n])
+				q.rebuildWith(&q.ring.Buckets, q.ring.Index(x.Height), back[k:n])
 			}
 		case x.Height <= q.ringEnd: // one height a bucket
 			for n < len(back) && back[n].Height == x.Height {
 				n++
 			}
-			q.rebuildWith(&q.ring.Buckets, x.Height&q.ringMask, back[:n])
+			q.rebuildWith(&q.ring.Buckets, q.ring.Index(x.Height), back[:n])
 		case x.Height <= q.epochEnd: // one epoch a bucket
 			e := q.epochs.Of(x.Height)
 			for n < len(back) && q.epochs.Of(back[n].Height) == e {
@@ -200,11 +200,7 @@ func (q *Queue) leave() {
 	}
 	clear(es)
 	q.leaving = es[:0]
-	if q.stageUsed {
-		clear(q.stageSeq)
-		q.stageUsed = false
-	}
-	clear(q.stageMax)
+	q.forgetStage()
 	q.ostH, q.ostSeq = 0, 0 // so that Insert puts them in the tree
 	q.placeAll(q.ostage.Take(0))
 
@@ -227,10 +223,9 @@ func (q *Queue) leave() {
 			}
 		}
 	}
-	var buf [64]ring.Entry
 	for i := range q.length {
 		h := q.stageLo + i // of epoch w
-		j := h & q.ringMask
+		j := q.ring.Index(h)
 		if q.ring.At(j).Empty() {
 			continue
 		}
@@ -239,11 +234,11 @@ func (q *Queue) leave() {
 			continue
 		}
 		for bound := q.ring.First(h); ; {
-			n := q.ring.Buckets.ShiftBelow(q.C, j, bound, buf[:])
-			for _, x := range buf[:n] {
+			n := q.ring.Buckets.ShiftBelow(q.C, j, bound, q.shifted[:])
+			for _, x := range q.shifted[:n] {
 				q.report(x, q.stagePush(i, x))
 			}
-			if n < len(buf) {
+			if n < len(q.shifted) {
 				break
 			}
 		}
