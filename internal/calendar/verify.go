@@ -99,7 +99,7 @@ func (q *Queue) Verify(pos func(val uint32) (ring.Pos, bool)) error {
 			switch {
 			case !stagedEpoch:
 				fail("(%d, %d) is staged outside the staged epoch %d", e.Height, e.Seq, q.w+1)
-			case stagedEpoch && !srcEmpty && e.Seq > q.stageSeq[e.Height-q.stageLo]:
+			case !srcEmpty && e.Seq > q.stageSeq[e.Height-q.stageLo]:
 				fail("staged (%d, %d) is above its bound %d: Remove would not find it", e.Height, e.Seq, q.stageSeq[e.Height-q.stageLo])
 			}
 		case inOlder:
