@@ -155,13 +155,19 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 
 // tooBig reports whether the trace's config asks for tiers so large that
 // replaying would only measure the machine: ring_size up to 2^24 is valid,
-// and a replay allocates its buckets (16 bytes each) up front.
+// and a replay allocates its buckets (32 bytes each) and the stage's (one
+// per height of an epoch) up front. An epoch_length set without a
+// ring_size sets the ring to the power of two at or above it (replay's
+// defaultLayout): an epoch_length near 2^59 alone made a ring of 2^24
+// buckets and the stage's 2^24, 1.4 GB an execution, which the fuzzing
+// engine's minimizer did not survive.
 func tooBig(data []byte) bool {
 	op, err := trace.NewReader(bytes.NewReader(data)).Next()
 	if err != nil || op.Kind != "config" {
 		return false
 	}
-	return op.Config.Ints["ring_size"] > 1<<12 || op.Config.Ints["epoch_count"] > 1<<10
+	ints := op.Config.Ints
+	return ints["ring_size"] > 1<<13 || ints["epoch_length"] > 1<<13 || ints["epoch_count"] > 1<<10
 }
 
 func checkTraceError(t *testing.T, what string, err error, lines int) {
