@@ -160,8 +160,8 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // ring_size sets the ring to the power of two at or above it (replay's
 // defaultLayout): an epoch_length near 2^59 alone made a ring of 2^24
 // buckets and the stage's 2^24, 1.4 GB an execution, which the fuzzing
-// engine's minimizer did not survive. Up to 2^13 of either still runs (under
-// 1 MB): the seed with epoch_length 5000 has a ring of 8192.
+// engine's minimizer did not survive. Up to 2^13 of either still runs (a
+// queue of 3 MB): the seed with epoch_length 5000 has a ring of 8192.
 func tooBig(data []byte) bool {
 	op, err := trace.NewReader(bytes.NewReader(data)).Next()
 	if err != nil || op.Kind != "config" {
