@@ -130,6 +130,7 @@ type laneState struct {
 	burnDue   Amount            // basefee of this block's fires, not yet burned
 	tipsPaid  Amount            // tips of this block credited to the proposer
 	tipsBurnt Amount            // tips of this block the proposer's balance could not hold
+	tipsOver  bool              // this block's tips sum past 2^128-1: all are burned
 	fireCount slab.Slab[uint32] // fires of this block, by actor index
 	firing    []uint32          // actors with fires in this block
 	fee       FireFee
@@ -266,11 +267,12 @@ func (e *Engine) beginLaneBlock(h uint64) {
 	if s.update != nil {
 		s.params, s.update = *s.update, nil
 		s.window.SetBlocks(s.params.FairnessWindowBlocks)
-		if h < e.cfg.ActivationHeight {
-			// Before activation nothing moves the basefee but the floor:
-			// it is where the lane will start, and follows the floor both
-			// ways (a floor raised by mistake and lowered again leaves
-			// no trace).
+		if h <= e.cfg.ActivationHeight {
+			// Up to the first lane block nothing moves the basefee but
+			// the floor: it is where the lane will start, and follows the
+			// floor both ways (a floor raised by mistake and lowered
+			// again leaves no trace, also when it is lowered in the last
+			// block before activation: that update starts with the lane).
 			s.basefee = e.cfg.InitialBasefee
 		}
 		if s.basefee.Cmp(s.params.MinBasefee) < 0 {
@@ -1007,29 +1009,44 @@ func (e *Engine) settle(f *FireFee, acct uint32) {
 	if err := s.credit(acct, &f.FeePayer, f.Refund); err != nil {
 		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
 	}
-	tips, ok1 := u128.Add(s.tipsDue, f.Tip)
-	burn, ok2 := u128.Add(s.burnDue, f.Burned)
-	if !ok1 || !ok2 {
-		e.payTips() // the sums would pass 2^128-1: pay what is due first
-		tips, burn = f.Tip, f.Burned
+	if burn, ok := u128.Add(s.burnDue, f.Burned); ok {
+		s.burnDue = burn
+	} else { // the sum would pass 2^128-1: burn what is due first
+		_ = s.led.Burn(s.burnDue)
+		s.burnDue = f.Burned
 	}
-	s.tipsDue, s.burnDue = tips, burn
+	tips, ok := u128.Add(s.tipsDue, f.Tip)
+	if !ok || s.tipsOver {
+		// The block's tips pass 2^128-1, more than any balance can hold:
+		// the proposer receives none of them (payTips), so all are
+		// burned, whatever part of them a partial sum could have paid.
+		s.tipsOver = true
+		s.burnTips(s.tipsDue)
+		s.burnTips(f.Tip)
+		tips = Amount{}
+	}
+	s.tipsDue = tips
 }
 
-// payTips credits the summed tips to the proposer and burns the summed
-// basefee. Tips the proposer's balance cannot hold (past 2^128 − 1) are
-// burned, as a refund the payer's cannot hold is (settle); the block's
-// figures count each sum where it went.
+// payTips credits the block's summed tips to the proposer and burns its
+// summed basefee. Tips the proposer's balance cannot hold (past 2^128 − 1)
+// are burned, all of them, as a refund the payer's cannot hold is
+// (settle); the block's figures count each sum where it went.
 func (e *Engine) payTips() {
 	s := &e.lane
 	if err := s.led.Credit(s.proposer, s.tipsDue); err != nil {
-		_ = s.led.Burn(s.tipsDue)
-		s.tipsBurnt = u128.SatAdd(s.tipsBurnt, s.tipsDue)
+		s.burnTips(s.tipsDue)
 	} else {
 		s.tipsPaid = u128.SatAdd(s.tipsPaid, s.tipsDue)
 	}
 	_ = s.led.Burn(s.burnDue)
-	s.tipsDue, s.burnDue = Amount{}, Amount{}
+	s.tipsDue, s.burnDue, s.tipsOver = Amount{}, Amount{}, false
+}
+
+// burnTips burns tips that the proposer does not receive.
+func (s *laneState) burnTips(x Amount) {
+	_ = s.led.Burn(x)
+	s.tipsBurnt = u128.SatAdd(s.tipsBurnt, x)
 }
 
 // median is the p50 of xs (reordered in place): the middle value, or for
