@@ -80,8 +80,8 @@ type LaneFigures struct {
 	NextBasefee Amount
 	LaneCycles  uint64 // gas limits of the fired timers: the utilisation
 	GCCycles    uint64
-	Burned      Amount
-	Tips        Amount
+	Burned      Amount // all the block burned, tips the proposer could not hold included; saturates at 2^128-1
+	Tips        Amount // what the proposer received: the block's tips, all or none (docs/SPEC.md §12.5)
 	P50Tip      Amount // median priority fee of this block's fires
 }
 
