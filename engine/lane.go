@@ -631,7 +631,18 @@ type lane struct{}
 
 func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	if !e.laneActive(e.height) {
-		return fifo{}.endBlock(e, x, due)
+		res := fifo{}.endBlock(e, x, due)
+		// Before activation the basefee is where the lane would start
+		// should the next block be its first: the next block's floor, a
+		// pending update's, counts already, as it does after a lane block
+		// (docs/STATE_ROOT.md §4: the basefee the next block runs at).
+		// beginLaneBlock derives the same value as the update takes effect.
+		b := e.cfg.InitialBasefee
+		if f := e.NextLaneParams().MinBasefee; b.Cmp(f) < 0 {
+			b = f
+		}
+		e.lane.basefee = b
+		return res
 	}
 	s := &e.lane
 	s.gen++

@@ -609,6 +609,51 @@ func TestLaneNextBasefeeTakesTheNextFloor(t *testing.T) {
 	}
 }
 
+// TestLaneBasefeeBetweenBlocksAcrossActivation: between blocks Basefee
+// (the state root's lane_basefee) is what the next block runs at, also
+// before activation (where the lane would start), in the block before it
+// and after it, whatever floor updates are pending. Activation is at 4;
+// each case updates min_lane_basefee in some blocks (initial 8).
+func TestLaneBasefeeBetweenBlocksAcrossActivation(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		floors map[uint64]string // block -> the floor its update sets
+		first  string            // the basefee of block 4, the lane's first
+	}{
+		{"none", nil, "8"},
+		{"raised in the last block before", map[uint64]string{3: "24"}, "24"},
+		{"raised, lowered in the last block before", map[uint64]string{1: "24", 3: "1"}, "8"},
+		{"raised, lowered earlier", map[uint64]string{1: "24", 2: "5"}, "8"},
+		{"raised in the first lane block", map[uint64]string{4: "40"}, "8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) {
+				c.ActivationHeight, c.InitialBasefee, c.Lane.MinBasefee = 4, amount("8"), amount("1")
+			})
+			var between engine.Amount
+			for h := uint64(1); h <= 6; h++ {
+				require.NoError(t, l.e.BeginBlock(h))
+				if h > 1 {
+					require.Equal(t, between.String(), l.e.Basefee().String(), "block %d runs at the basefee between the blocks", h)
+				}
+				if f, ok := tc.floors[h]; ok {
+					require.NoError(t, l.e.SystemUpdateConfig(sysS, withMinBasefee(l.e.NextLaneParams(), f)))
+				}
+				res, err := l.e.EndBlock(l.x)
+				require.NoError(t, err)
+				if h == 4 {
+					require.Equal(t, tc.first, res.Lane.Basefee.String())
+				}
+				require.NoError(t, l.e.Commit())
+				between = l.e.Basefee()
+				if res.Lane != nil {
+					require.Equal(t, res.Lane.NextBasefee.String(), between.String(), "block %d's next_basefee", h)
+				}
+			}
+		})
+	}
+}
+
 // TestLaneDeferredStayPending: a deferred timer can be cancelled and
 // extended, keeps counting toward its actor's cap, and SkipEmpty does not
 // skip the blocks it waits in.
