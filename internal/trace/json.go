@@ -229,7 +229,7 @@ func amount(v json.RawMessage) (string, error) {
 	}
 	n, ok := new(big.Int).SetString(s, 10)
 	if !ok || s == "" || s[0] == '+' || s[0] == '-' || (len(s) > 1 && s[0] == '0') {
-		return "", fmt.Errorf("%q: must be a decimal string", short(s))
+		return "", fmt.Errorf("%q: must be a decimal string: digits only, no sign, no leading zero", short(s))
 	}
 	if n.Cmp(maxAmount) > 0 {
 		return "", fmt.Errorf("%q: out of range 0 .. 2^128-1", short(s))
