@@ -79,6 +79,7 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"tx outside block", sched, "line 1: tx outside a block"},
 		{"end without block", `{"op":"end"}`, "line 1: end without an open block"},
 		{"ends inside block", "{\"op\":\"block\",\"height\":5}\n" + sched, "the trace ends inside block 5"},
+		{"ends inside block, comments after", "{\"op\":\"block\",\"height\":5}\n" + sched + "\n\n# the end\n", "line 2: the trace ends inside block 5"},
 		{"advance backwards", "{\"op\":\"advance\",\"to\":5}\n{\"op\":\"advance\",\"to\":5}", "line 2: advance to 5: not above the current height 5"},
 		{"advance inside block", "{\"op\":\"block\",\"height\":5}\n{\"op\":\"advance\",\"to\":9}", "line 2: advance inside open block 5"},
 		{"label never bound", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"nope"}]}`, `line 2: calls[0]: label "nope" was never bound`},
