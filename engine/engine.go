@@ -246,7 +246,7 @@ func (e *Engine) BeginBlock(h uint64) error {
 	e.q.Advance(h)
 	e.height, e.started, e.phase = h, true, phaseTxs
 	if e.cfg.Policy == PolicyLane {
-		e.beginLaneBlock(h)
+		e.beginLaneBlock()
 	}
 	return nil
 }
@@ -603,7 +603,7 @@ func (e *Engine) SkipEmpty(to uint64) (uint64, error) {
 		e.height, e.started = to, true
 		if e.cfg.Policy == PolicyLane {
 			// The lane's figures move in empty blocks too (CIP-1 §5).
-			e.beginLaneBlock(from)
+			e.beginLaneBlock()
 			if first := max(from, e.cfg.ActivationHeight); first <= to {
 				e.lane.emptyLaneBlocks(to - first + 1)
 				// The window expires as the skipped blocks' ends would have.

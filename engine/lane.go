@@ -128,7 +128,6 @@ type laneState struct {
 	gen       uint64
 	tipsDue   Amount            // tips of this block's fires, not yet paid
 	burnDue   Amount            // basefee of this block's fires, not yet burned
-	tipsPaid  Amount            // tips of this block credited to the proposer
 	tipsBurnt Amount            // tips of this block the proposer's balance could not hold
 	tipsOver  bool              // this block's tips sum past 2^128-1: all are burned
 	fireCount slab.Slab[uint32] // fires of this block, by actor index
@@ -261,23 +260,13 @@ func (e *Engine) NextLaneParams() LaneParams {
 // beginLaneBlock applies a pending config update. The lane starts at its
 // activation height (CIP-1 §13.2) from the state New gave it: basefee
 // initial, an empty fairness window (so every actor starts at W = 2), no
-// previous tips.
-func (e *Engine) beginLaneBlock(h uint64) {
+// previous tips. The basefee is not touched here: every end of block left
+// it at what the next block runs at, the update's floor counted (endBlock).
+func (e *Engine) beginLaneBlock() {
 	s := &e.lane
 	if s.update != nil {
 		s.params, s.update = *s.update, nil
 		s.window.SetBlocks(s.params.FairnessWindowBlocks)
-		if h <= e.cfg.ActivationHeight {
-			// Up to the first lane block nothing moves the basefee but
-			// the floor: it is where the lane will start, and follows the
-			// floor both ways (a floor raised by mistake and lowered
-			// again leaves no trace, also when it is lowered in the last
-			// block before activation: that update starts with the lane).
-			s.basefee = e.cfg.InitialBasefee
-		}
-		if s.basefee.Cmp(s.params.MinBasefee) < 0 {
-			s.basefee = s.params.MinBasefee
-		}
 	}
 	s.proposer, s.sysGC = Address{}, 0
 }
@@ -633,10 +622,10 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	if !e.laneActive(e.height) {
 		res := fifo{}.endBlock(e, x, due)
 		// Before activation the basefee is where the lane would start
-		// should the next block be its first: the next block's floor, a
-		// pending update's, counts already, as it does after a lane block
+		// should the next block be its first: nothing moves it but the
+		// floor, which it follows both ways, the next block's (a pending
+		// update's) counting already, as after a lane block
 		// (docs/STATE_ROOT.md §4: the basefee the next block runs at).
-		// beginLaneBlock derives the same value as the update takes effect.
 		b := e.cfg.InitialBasefee
 		if f := e.NextLaneParams().MinBasefee; b.Cmp(f) < 0 {
 			b = f
@@ -915,11 +904,11 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 
 	e.recordFires(h)
-	e.payTips()
 	// What the proposer received, and what it could not hold burned: the
 	// block line says where the tips went.
-	fig.Tips, fig.Burned = s.tipsPaid, u128.SatAdd(fig.Burned, s.tipsBurnt)
-	s.tipsPaid, s.tipsBurnt = Amount{}, Amount{}
+	fig.Tips = e.payTips()
+	fig.Burned = u128.SatAdd(fig.Burned, s.tipsBurnt)
+	s.tipsBurnt = Amount{}
 
 	// Next block's basefee (§5) and default tip (§7.1).
 	fig.P50Tip = median(fired)
@@ -1039,19 +1028,20 @@ func (e *Engine) settle(f *FireFee, acct uint32) {
 	s.tipsDue = tips
 }
 
-// payTips credits the block's summed tips to the proposer and burns its
-// summed basefee. Tips the proposer's balance cannot hold (past 2^128 − 1)
-// are burned, all of them, as a refund the payer's cannot hold is
-// (settle); the block's figures count each sum where it went.
-func (e *Engine) payTips() {
+// payTips credits the block's summed tips to the proposer, once, at the
+// block's end, and burns its summed basefee; it returns what the proposer
+// received. Tips the proposer's balance cannot hold (past 2^128 − 1) are
+// burned, all of them, as a refund the payer's cannot hold is (settle).
+func (e *Engine) payTips() (paid Amount) {
 	s := &e.lane
 	if err := s.led.Credit(s.proposer, s.tipsDue); err != nil {
 		s.burnTips(s.tipsDue)
 	} else {
-		s.tipsPaid = u128.SatAdd(s.tipsPaid, s.tipsDue)
+		paid = s.tipsDue
 	}
 	_ = s.led.Burn(s.burnDue)
 	s.tipsDue, s.burnDue, s.tipsOver = Amount{}, Amount{}, false
+	return paid
 }
 
 // burnTips burns tips that the proposer does not receive.
