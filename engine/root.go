@@ -36,6 +36,12 @@ const (
 
 var keyScheduler = keccak([]byte("timerlane/scheduler"))
 
+// SchedulerKey is the key of the scheduler's leaf in the state tree,
+// keccak256("timerlane/scheduler") (docs/STATE_ROOT.md §4): no timer has
+// it, so a proof for it says nothing of any timer. A verifier with only a
+// root, a key and a proof uses it to refuse that key as a timer id.
+func SchedulerKey() TimerID { return keyScheduler }
+
 // stateRoot keeps the tree and what the open block changed.
 type stateRoot struct {
 	tree  *merkle.Tree

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/sha3"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/merkle"
 )
 
 // storeBlocks writes a store of blocks blocks, each scheduling per
@@ -121,9 +122,42 @@ func TestProveNonTimerKey(t *testing.T) {
 	dir, _ := storeBlocks(t, 1, 2)
 	h := sha3.NewLegacyKeccak256()
 	h.Write([]byte("timerlane/scheduler"))
-	code, out, stderr := cli("prove", dir, fmt.Sprintf("0x%x", h.Sum(nil)))
+	key := engine.SchedulerKey()
+	require.Equal(t, h.Sum(nil), key[:], "SchedulerKey is keccak256(\"timerlane/scheduler\")")
+	code, out, stderr := cli("prove", dir, key.String())
 	require.Equal(t, 1, code, out)
 	require.Contains(t, stderr, "is not a timer id")
+}
+
+// TestVerifyProofNonTimerKey: a genuine proof of the scheduler's leaf
+// holds in the tree, but verify-proof refuses the key as a timer id
+// rather than say "the timer is pending" (exit 1, and why).
+func TestVerifyProofNonTimerKey(t *testing.T) {
+	dir, _ := storeBlocks(t, 1, 2)
+	cfg := engine.DefaultConfig()
+	cfg.StateRoot = true
+	e, err := engine.OpenReadOnly(dir, cfg)
+	require.NoError(t, err)
+	key := engine.SchedulerKey()
+	proof, _, pending := e.Prove(key)
+	require.False(t, pending)
+	var value [32]byte
+	for _, l := range e.Leaves() {
+		if l.Kind == "scheduler" {
+			h := sha3.NewLegacyKeccak256()
+			h.Write(l.Encoding)
+			h.Sum(value[:0])
+		}
+	}
+	root := e.Root()
+	require.NoError(t, e.Close())
+	require.NoError(t, merkle.Verify(root, key, &value, proof), "the leaf is in the tree")
+	enc, err := proof.MarshalBinary()
+	require.NoError(t, err)
+	code, out, stderr := cli("verify-proof", fmt.Sprintf("0x%x", root), key.String(), fmt.Sprintf("0x%x", enc), fmt.Sprintf("0x%x", value))
+	require.Equal(t, 1, code, out)
+	require.Empty(t, out)
+	require.Contains(t, stderr, "is not a timer id: it is the key of the scheduler's leaf")
 }
 
 // TestHelpIsConsistent: every command prints its usage on stdout, exit

@@ -214,7 +214,7 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 
 func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) < 3 || len(args) > 4 || isHelp(args[0]) {
-		return usageOf(args, 0, "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not.\n", stdout, stderr)
+		return usageOf(args, 0, "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not (also\nfor the scheduler leaf's key, which is no timer id; a fairness entry's key,\nwhich no timer id can equal either, cannot be told from one here: pass ids\nof scheduled timers).\n", stdout, stderr)
 	}
 	root, err := hex32(args[0])
 	if err != nil {
@@ -230,6 +230,12 @@ func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %v\n", err)
 		return 2
+	}
+	if id == engine.SchedulerKey() {
+		// Its leaf is always in the tree: a proof of it would read as
+		// "the timer is pending" (as prove, refuse it).
+		fmt.Fprintf(stderr, "timerlane verify-proof: TIMER_ID: 0x%x is not a timer id: it is the key of the scheduler's leaf of the state tree (docs/STATE_ROOT.md §4a)\n", id)
+		return 1
 	}
 	var p merkle.Proof
 	if err := p.UnmarshalBinary(raw); err != nil {
