@@ -46,7 +46,7 @@ func Check(fsys vfs.FS, dir string, opts Options) ([]*CorruptError, error) {
 	for i, s := range ls.segs {
 		if prevEnd > 0 && s.first > prevEnd+1 {
 			bad = append(bad, &CorruptError{Segment: s.name, Offset: 0,
-				Reason: fmt.Sprintf("%s: segment starts at height %d, the one before ends at %d (a segment is missing)", reasonGap, s.first, prevEnd)})
+				Reason: fmt.Sprintf("%s: segment starts at record %d, the one before ends at record %d (a segment is missing)", reasonGap, s.first, prevEnd)})
 		}
 		data, err := vfs.ReadFile(fsys, filepath.Join(dir, s.name))
 		if err != nil {
@@ -79,7 +79,7 @@ func checkSegment(s segment, data []byte, last, lostPages bool) (*CorruptError, 
 		return corrupt(0, ferr.reason)
 	}
 	if first != s.first {
-		return corrupt(0, fmt.Sprintf("segment header says first height %d", first))
+		return corrupt(0, fmt.Sprintf("segment header says its first record is %d", first))
 	}
 	next := first
 	for off := int64(segHeaderSize); off < int64(len(data)); {
@@ -91,7 +91,7 @@ func checkSegment(s segment, data []byte, last, lostPages bool) (*CorruptError, 
 			return corrupt(off, ferr.reason)
 		}
 		if r.height != next {
-			return corrupt(off, fmt.Sprintf("height %d, expected %d", r.height, next))
+			return corrupt(off, fmt.Sprintf("record %d, expected record %d", r.height, next))
 		}
 		next++
 		off += int64(r.size)

@@ -35,9 +35,10 @@ var (
 	// Options.ReadOnly.
 	ErrReadOnly = errors.New("wal: log opened read-only")
 	// ErrNoBase is returned by Repair for a log that has no valid snapshot
-	// and whose first segment does not start the log: no state can be
-	// recovered from what is left, and cutting segments would only make
-	// it look like a new, empty log. Repair changes nothing then.
+	// and whose first segment does not start the log, or whose damage
+	// lies in the log's first record: no state can be recovered from what
+	// is left, and cutting segments would only make it look like a new,
+	// empty log. Repair changes nothing then.
 	ErrNoBase = errors.New("wal: no valid snapshot, and the log's first segment does not start the log")
 )
 

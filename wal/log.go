@@ -810,7 +810,7 @@ func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 				continue // covered by the snapshot
 			}
 			if r.height != next {
-				return &CorruptError{Segment: ps.name, Offset: ps.from + int64(off-r.size), Reason: fmt.Sprintf("height %d, expected %d (changed since Open)", r.height, next)}
+				return &CorruptError{Segment: ps.name, Offset: ps.from + int64(off-r.size), Reason: fmt.Sprintf("record %d, expected record %d (changed since Open)", r.height, next)}
 			}
 			body, err := decodeBody(dec, r.kind, r.payload, maxBodyLimit)
 			if err != nil {

@@ -346,7 +346,7 @@ func (l *Log) newestBase(ls *listing) (*found, error) {
 		start = startFor(ls.segs, snapHeight)
 		if start < 0 && len(ls.segs) > 0 {
 			return nil, &CorruptError{Segment: ls.segs[0].name, Offset: 0,
-				Reason: fmt.Sprintf("gap: snapshot at height %d, first segment starts at %d", snapHeight, ls.segs[0].first)}
+				Reason: fmt.Sprintf("gap: snapshot of record %d, first segment starts at record %d", snapHeight, ls.segs[0].first)}
 		}
 	} else if len(ls.segs) > 0 {
 		start = 0 // which must start the log
@@ -370,7 +370,7 @@ func (l *Log) newestBase(ls *listing) (*found, error) {
 			return nil, fmt.Errorf("%w (and the log does not cover it from an older snapshot or from its start)", f.errs[0])
 		}
 		if newest := f.bad[0].height; f.last < newest {
-			return nil, fmt.Errorf("%w (and the log, from %s, reaches only height %d)", f.errs[0], describeBase(f.base), f.last)
+			return nil, fmt.Errorf("%w (and the log, from %s, reaches only record %d)", f.errs[0], describeBase(f.base), f.last)
 		}
 	}
 	return f, nil
@@ -499,7 +499,7 @@ func startFor(segs []segment, snapHeight uint64) int {
 func checkSnapshot(fsys vfs.FS, dir string, s snapshotFile) error {
 	h, err := verifySnapshot(fsys, dir, s.name)
 	if err == nil && h != s.height {
-		err = &CorruptError{Segment: s.name, Offset: 0, Reason: fmt.Sprintf("snapshot header says height %d", h)}
+		err = &CorruptError{Segment: s.name, Offset: 0, Reason: fmt.Sprintf("snapshot header says record %d", h)}
 	}
 	return err
 }
@@ -570,7 +570,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		first, flags, ferr := decodeSegmentHeader(data)
 		if ferr != nil {
 			if isLast && seg.first > 0 && belowSnap(seg.first-1) {
-				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at height %d, at or below the snapshot at %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
+				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at record %d, at or below the snapshot of record %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
 			}
 			if isLast && tornAt(data, 0, seg.first, lostPages) {
 				// A segment whose header never became whole (a crash while
@@ -589,14 +589,14 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			return sc, corrupt(0, ferr.reason)
 		}
 		if first != seg.first {
-			return sc, corrupt(0, fmt.Sprintf("segment header says first height %d", first))
+			return sc, corrupt(0, fmt.Sprintf("segment header says its first record is %d", first))
 		}
 		if i == 0 && genesis && flags&flagGenesis == 0 {
 			return sc, corrupt(0, reasonNoStart)
 		}
 		if i > 0 {
 			if want := max(prevLast, snapHeight) + 1; first != want {
-				return sc, corrupt(0, fmt.Sprintf("gap: segment starts at height %d, expected %d", first, want))
+				return sc, corrupt(0, fmt.Sprintf("gap: segment starts at record %d, expected record %d", first, want))
 			}
 		}
 		next := first
@@ -606,7 +606,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			r, ferr := decodeRecord(data[off:], maxRecordLength)
 			if ferr != nil {
 				if isLast && belowSnap(next-1) {
-					return sc, corrupt(off, fmt.Sprintf("%s; the log would end at height %d, below the snapshot at %d, whose records were synced before it was written: damage, not a torn write", ferr.reason, next-1, snapHeight))
+					return sc, corrupt(off, fmt.Sprintf("%s; the log would end at record %d, below the snapshot of record %d, whose records were synced before it was written: damage, not a torn write", ferr.reason, next-1, snapHeight))
 				}
 				if isLast && tornAt(data, off, next, lostPages) {
 					if !l.opts.ReadOnly {
@@ -620,7 +620,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 				return sc, corrupt(off, ferr.reason)
 			}
 			if r.height != next {
-				return sc, corrupt(off, fmt.Sprintf("height %d, expected %d", r.height, next))
+				return sc, corrupt(off, fmt.Sprintf("record %d, expected record %d", r.height, next))
 			}
 			if r.height > snapHeight {
 				if replayFrom < 0 {

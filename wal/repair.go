@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,15 +20,18 @@ type RepairAction struct {
 	// that no longer joins the log), "set aside" (a damaged snapshot the
 	// log does not cover, renamed to NAME.corrupt so that recovery falls
 	// back to an older state), "rebuilt" (a segment whose damaged header
-	// was written anew, its records kept) or "torn tail" (the torn tail that any
+	// was written anew, its records kept), "renamed" (a segment whose name
+	// disagreed with its whole header and first record, given the
+	// header's name, Into) or "torn tail" (the torn tail that any
 	// writable Open cuts, Corruption nil: Removed bytes of File from
 	// Offset, the whole file if Offset is 0).
 	Action  string
 	File    string
 	Offset  int64
 	Removed int64 // bytes cut or removed
-	// Into is the segment that "rewritten" wrote: File's records from
-	// Offset on, under a header naming the first of them.
+	// Into is the segment that "rewritten" wrote (File's records from
+	// Offset on, under a header naming the first of them), or the name
+	// "renamed" gave File.
 	Into string
 }
 
@@ -41,6 +45,8 @@ func (a RepairAction) String() string {
 		return fmt.Sprintf("rewrote %s from offset %d as %s, dropping %d bytes of records the newest valid snapshot covers, because %v", a.File, a.Offset, a.Into, a.Removed, a.Corruption)
 	case "rebuilt":
 		return fmt.Sprintf("rebuilt the header of %s from its name and first record, keeping every record, because %v", a.File, a.Corruption)
+	case "renamed":
+		return fmt.Sprintf("renamed %s to %s, the name its header and first record give, keeping every record, because %v", a.File, a.Into, a.Corruption)
 	case "torn tail":
 		if a.Offset == 0 {
 			return fmt.Sprintf("removed %s (%d bytes), a torn tail: its header incomplete", a.File, a.Removed)
@@ -186,7 +192,7 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 		return nil, err
 	}
 	if ce.Offset < segHeaderSize {
-		if err := leavesABase(fsys, dir, ce); err != nil {
+		if err := leavesABase(fsys, dir, ce, "removing it and the segments after it"); err != nil {
 			return nil, err
 		}
 		if err := fsys.Remove(path); err != nil {
@@ -194,6 +200,13 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 		}
 		acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: ce.Segment, Removed: size})
 	} else {
+		if ce.Offset == segHeaderSize {
+			// Its first record is damaged: the cut keeps none of its
+			// records, and a log that starts here would open empty.
+			if err := leavesABase(fsys, dir, ce, "cutting it at its first record, and removing the segments after it,"); err != nil {
+				return nil, err
+			}
+		}
 		f, err := fsys.OpenAppend(path)
 		if err != nil {
 			return nil, err
@@ -212,10 +225,11 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	return removeSegments(fsys, dir, ce, acts, func(f uint64) bool { return f > first })
 }
 
-// leavesABase refuses (ErrNoBase) the removal of segment ce.Segment and
-// every later one where what would be left holds no state to recover: no
-// valid snapshot, and no whole segment that starts the log before it.
-func leavesABase(fsys vfs.FS, dir string, ce *CorruptError) error {
+// leavesABase refuses (ErrNoBase) the removal of segment ce.Segment's
+// records and every later segment (what names that, for the error) where
+// what would be left holds no state to recover: no valid snapshot, and no
+// whole segment that starts the log before it.
+func leavesABase(fsys vfs.FS, dir string, ce *CorruptError, what string) error {
 	ls, err := list(fsys, dir)
 	if err != nil {
 		return err
@@ -238,7 +252,7 @@ func leavesABase(fsys vfs.FS, dir string, ce *CorruptError) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w (%v): removing it and the segments after it would leave no state to recover, so repair stops here; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
+	return fmt.Errorf("%w (%v): %s would leave no state to recover, so repair stops here; restore a snapshot, or the log's earlier segments", ErrNoBase, ce, what)
 }
 
 // removeSegments removes the segments of dir whose first height gone
@@ -427,11 +441,18 @@ func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repa
 }
 
 // mendSegment repairs damaged segment ce.Segment in place where no record
-// the state needs is lost: a damaged header rebuilt (rebuildHeader),
-// damage among records the newest valid snapshot covers cut out
-// (skipCovered). It reports false, changing nothing, where neither
-// applies, and for a gap before the segment (nothing in it to mend).
+// the state needs is lost: a wrong name given back (renameToHeader), a
+// damaged header rebuilt (rebuildHeader), damage among records the newest
+// valid snapshot covers cut out (skipCovered). It reports false, changing
+// nothing, where none applies, and for a gap before a segment whose name
+// is its own (nothing in it to mend).
 func mendSegment(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (RepairAction, bool, error) {
+	if ce.Offset < segHeaderSize {
+		// A name that disagrees with the header can show as a gap too.
+		if act, ok, err := renameToHeader(fsys, dir, ce); err != nil || ok {
+			return act, ok, err
+		}
+	}
 	if strings.HasPrefix(ce.Reason, reasonGap) {
 		return RepairAction{}, false, nil
 	}
@@ -441,4 +462,35 @@ func mendSegment(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 		}
 	}
 	return skipCovered(fsys, dir, ce, opts)
+}
+
+// renameToHeader repairs a segment whose name disagrees with a whole
+// header that its first record agrees with (a file renamed by hand, or
+// copied under another name): the name is the one part wrong, so the
+// file takes the header's name and keeps every record ("renamed"). It
+// reports false, changing nothing, where that does not hold or a file
+// already has that name.
+func renameToHeader(fsys vfs.FS, dir string, ce *CorruptError) (RepairAction, bool, error) {
+	path := filepath.Join(dir, ce.Segment)
+	data, err := vfs.ReadFile(fsys, path)
+	if err != nil {
+		return RepairAction{}, false, err
+	}
+	first, _, ferr := decodeSegmentHeader(data)
+	named, _ := parseName(ce.Segment, segSuffix)
+	if ferr != nil || first == named || len(data) <= segHeaderSize {
+		return RepairAction{}, false, nil
+	}
+	if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
+		return RepairAction{}, false, nil
+	}
+	into := segmentName(first)
+	if _, err := fsys.Stat(filepath.Join(dir, into)); !errors.Is(err, fs.ErrNotExist) {
+		return RepairAction{}, false, nil // taken, or cannot tell
+	}
+	if err := fsys.Rename(path, filepath.Join(dir, into)); err != nil {
+		return RepairAction{}, false, err
+	}
+	act := RepairAction{Corruption: ce, Action: "renamed", File: ce.Segment, Into: into}
+	return act, true, vfs.SyncDir(fsys, dir)
 }

@@ -281,7 +281,7 @@ func (l *Log) findCut(seg segment, height uint64) (cut int64, next uint64, err e
 		case m < len(hdr):
 			corrupt.Reason = "record header cut short (changed since Open)"
 		case h != next:
-			corrupt.Reason = fmt.Sprintf("height %d, expected %d (changed since Open)", h, next)
+			corrupt.Reason = fmt.Sprintf("record %d, expected record %d (changed since Open)", h, next)
 		case length < recMinLength || length > maxRecordLength || off+12+int64(length) > size:
 			corrupt.Reason = fmt.Sprintf("record length %d out of range (changed since Open)", length)
 		}

@@ -83,8 +83,9 @@ func TestDemoRefusalChangesNothing(t *testing.T) {
 }
 
 // TestEmptyLogIsInspectable: a log that holds no block yet (a node that
-// crashed in its first Commit, or what wal repair leaves of damage in
-// block 1) opens at height 0, for the store commands as for engine.Open.
+// crashed in its first Commit) opens at height 0, for the store commands
+// as for engine.Open. Damage in block 1 is not repaired into such a log:
+// wal repair refuses, and the directory keeps every record.
 func TestEmptyLogIsInspectable(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -92,13 +93,6 @@ func TestEmptyLogIsInspectable(t *testing.T) {
 	}{
 		{"header only", func(t *testing.T, _, seg string) { require.NoError(t, os.Truncate(seg, 32)) }},
 		{"block 1 torn", func(t *testing.T, _, seg string) { require.NoError(t, os.Truncate(seg, 40)) }},
-		{"block 1 damaged, repaired", func(t *testing.T, dir, seg string) {
-			flipInRecord(t, seg, 0)
-			code, out, stderr := cli("wal", "repair", dir)
-			require.Equal(t, 0, code, stderr)
-			require.Contains(t, out, "truncated")
-			require.Contains(t, out, "recovers to height 0")
-		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, seg := storeBlocks(t, 3, 2)
@@ -184,6 +178,22 @@ func TestRepairSaysWhereTheLogEnds(t *testing.T) {
 	code, out, _ = cli("wal", "repair", dir)
 	require.Equal(t, 0, code)
 	require.Equal(t, "nothing to repair\n", out)
+}
+
+// TestRepairRefusesToEmptyTheLog: damage in block 1, with no snapshot,
+// would leave only the empty log: wal repair refuses (exit 1, saying
+// why) and the directory keeps every file as it was.
+func TestRepairRefusesToEmptyTheLog(t *testing.T) {
+	dir, seg := storeBlocks(t, 3, 2)
+	flipInRecord(t, seg, 0)
+	before, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	code, out, stderr := cli("wal", "repair", dir)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, stderr, "would leave no state to recover, so repair stops here")
+	after, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
 }
 
 // TestVerifyWithoutRoots: a log written with the state root off stores no

@@ -263,7 +263,7 @@ func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-const walUsage = "usage: timerlane wal repair DIR\n\nMakes the log in DIR openable again and prints what it did. Damage among\nrecords the newest valid snapshot covers is cut out, keeping every later\nblock; a damaged segment header is rebuilt from its name and first record;\ndamaged snapshots are set aside as NAME.corrupt; a torn tail is cut; damaged\nsegments older than the newest snapshot are dropped. Damage anywhere else\ntruncates the log at the first damaged record: the blocks after it are lost,\nso run it only when that is what you want. A directory that would be left\nwith no state to recover is not touched.\n"
+const walUsage = "usage: timerlane wal repair DIR\n\nMakes the log in DIR openable again and prints what it did. Damage among\nrecords the newest valid snapshot covers is cut out, keeping every later\nblock; a damaged segment header is rebuilt from its name and first record,\nand a segment whose name disagrees with its header and first record takes\nthe header's name; damaged snapshots are set aside as NAME.corrupt; a torn\ntail is cut; damaged segments older than the newest snapshot are dropped.\nDamage anywhere else truncates the log at the first damaged record: the\nblocks after it are lost, so run it only when that is what you want. A\ndirectory that would be left with no state to recover, or with only the\nempty one (damage in the first block of a log without a snapshot), is not\ntouched.\n"
 
 func walCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && isHelp(args[0]) {
