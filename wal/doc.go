@@ -21,9 +21,10 @@
 // Heights are at least 1 and contiguous: Append takes LastHeight()+1 (an
 // empty log takes any first height). A height numbers a record, not a
 // block of the chain (the engine writes none for an empty block), so the
-// log's errors say "record N" for the record of height N. A body is the block's changes in the
-// engine's own encoding; the log compresses it and gives it back byte for
-// byte. The log never interprets bodies or snapshots.
+// log's errors say "record N" for the record of height N. A body is the
+// block's changes in the engine's own encoding; the log compresses it and
+// gives it back byte for byte. The log never interprets bodies or
+// snapshots.
 //
 // # Durability
 //

@@ -39,7 +39,7 @@ var (
 	// lies in the log's first record: no state can be recovered from what
 	// is left, and cutting segments would only make it look like a new,
 	// empty log. Repair changes nothing then.
-	ErrNoBase = errors.New("wal: no valid snapshot, and the log's first segment does not start the log")
+	ErrNoBase = errors.New("wal: no valid snapshot, and no whole start of the log")
 )
 
 // CorruptError says that a file of the log does not hold what the log
