@@ -198,13 +198,14 @@ func (c Config) Validate() error {
 	case c.Policy > PolicyLane:
 		return bad("policy", uint64(c.Policy), "must be fifo or lane")
 	}
-	if c.Policy == PolicyLane {
-		if err := c.Lane.Validate(); err != nil {
-			return err
-		}
-		if c.InitialBasefee.Cmp(c.Lane.MinBasefee) < 0 {
-			return fmt.Errorf("%w: initial_lane_basefee %s: must be >= min_lane_basefee %s", ErrInvalidConfig, c.InitialBasefee, c.Lane.MinBasefee)
-		}
+	// The lane's parameters are checked under fifo too: the engine builds
+	// the lane's state from them whatever the policy, and a fifo config
+	// with a window of 0 blocks made New panic (session 38's API audit).
+	if err := c.Lane.Validate(); err != nil {
+		return err
+	}
+	if c.InitialBasefee.Cmp(c.Lane.MinBasefee) < 0 {
+		return fmt.Errorf("%w: initial_lane_basefee %s: must be >= min_lane_basefee %s", ErrInvalidConfig, c.InitialBasefee, c.Lane.MinBasefee)
 	}
 	return nil
 }

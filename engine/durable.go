@@ -92,6 +92,9 @@ func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
 }
 
 func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err // before the log creates dir and its lock
+	}
 	if opts.Sync == (wal.SyncPolicy{}) {
 		opts.Sync = cfg.Sync
 	}

@@ -348,6 +348,9 @@ func (e *Engine) notInTxs() error {
 	if err := e.unusable(); err != nil {
 		return err
 	}
+	if e.phase == phaseEnded {
+		return ErrBlockEnded // a block is there, but past its transactions
+	}
 	return ErrNoBlock
 }
 
@@ -548,6 +551,12 @@ func (e *Engine) Commit() error {
 	if e.phase != phaseEnded {
 		if err := e.unusable(); err != nil {
 			return err
+		}
+		switch e.phase {
+		case phaseEnding:
+			return ErrInEndBlock
+		case phaseIdle:
+			return ErrNoBlock
 		}
 		return ErrBlockNotEnded
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -329,7 +330,7 @@ func TestLifecycleMisuse(t *testing.T) {
 	require.ErrorIs(t, err, engine.ErrNoBlock)
 	_, err = e.EndBlock(&recorder{})
 	require.ErrorIs(t, err, engine.ErrNoBlock)
-	require.ErrorIs(t, e.Commit(), engine.ErrBlockNotEnded)
+	require.ErrorIs(t, e.Commit(), engine.ErrNoBlock)
 	require.ErrorIs(t, e.BeginBlock(0), engine.ErrBadHeight)
 
 	require.NoError(t, e.BeginBlock(5))
@@ -432,6 +433,10 @@ func TestConfigValidation(t *testing.T) {
 		{"epoch length zero", func(c *engine.Config) { c.EpochLength = 0 }, "epoch_length 0"},
 		{"no epochs", func(c *engine.Config) { c.EpochCount = 0 }, "epoch_count 0"},
 		{"payload over 1 MiB", func(c *engine.Config) { c.MaxPayloadBytes = 1<<20 + 1 }, "max_payload_bytes"},
+		// The lane's parameters under fifo too: New built the fairness
+		// window from a window of 0 blocks and panicked.
+		{"fifo, fairness window of 0", func(c *engine.Config) { c.Lane.FairnessWindowBlocks = 0 }, "fairness_window_blocks 0"},
+		{"fifo, lane of 0 cycles", func(c *engine.Config) { c.Lane.LaneTimerCycles = 0 }, "lane_timer_cycles 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -440,6 +445,10 @@ func TestConfigValidation(t *testing.T) {
 			_, err := engine.New(cfg)
 			require.ErrorIs(t, err, engine.ErrInvalidConfig)
 			require.Contains(t, err.Error(), tt.want)
+			dir := filepath.Join(t.TempDir(), "db")
+			_, err = engine.Open(dir, cfg)
+			require.ErrorIs(t, err, engine.ErrInvalidConfig)
+			require.NoDirExists(t, dir, "Open checks the config before it creates anything")
 		})
 	}
 	_, err := engine.New(engine.DefaultConfig())

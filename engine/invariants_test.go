@@ -123,11 +123,11 @@ func TestInvLifecycleErrors(t *testing.T) {
 		{"begin twice", []step{begin(5)}, begin(6), engine.ErrBlockOpen},
 		{"begin before commit", []step{begin(5), end}, begin(6), engine.ErrBlockEnded},
 		{"end without block", nil, end, engine.ErrNoBlock},
-		{"end twice", []step{begin(5), end}, end, engine.ErrNoBlock},
+		{"end twice", []step{begin(5), end}, end, engine.ErrBlockEnded},
 		{"commit before end", []step{begin(5)}, commit, engine.ErrBlockNotEnded},
-		{"commit without block", nil, commit, engine.ErrBlockNotEnded},
+		{"commit without block", nil, commit, engine.ErrNoBlock},
 		{"tx without block", nil, tx, engine.ErrNoBlock},
-		{"tx after end", []step{begin(5), end}, tx, engine.ErrNoBlock},
+		{"tx after end", []step{begin(5), end}, tx, engine.ErrBlockEnded},
 		{"tx while tx open", []step{begin(5), tx}, tx, engine.ErrTxOpen},
 		{"end while tx open", []step{begin(5), tx}, end, engine.ErrTxOpen},
 		{"skip inside block", []step{begin(5)}, skip(9), engine.ErrBlockOpen},
@@ -188,6 +188,10 @@ func TestInvClosedAndHandlerTx(t *testing.T) {
 		}
 		if _, err := e.EndBlock(invNoop); !errors.Is(err, engine.ErrInEndBlock) {
 			t.Errorf("EndBlock inside a handler: %v", err)
+		}
+		// Until session 38, ErrBlockNotEnded: true, but not the reason.
+		if err := e.Commit(); !errors.Is(err, engine.ErrInEndBlock) {
+			t.Errorf("Commit inside a handler: %v", err)
 		}
 		return engine.Usage{}, nil
 	}))

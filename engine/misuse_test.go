@@ -238,7 +238,7 @@ func TestEmbedderPanics(t *testing.T) {
 		require.PanicsWithValue(t, "observer bug", func() { _, _ = e.EndBlock(x) })
 		require.Len(t, x.fired, 3, "every due timer fired")
 		_, err := e.EndBlock(x)
-		require.ErrorIs(t, err, engine.ErrNoBlock, "the block has ended")
+		require.ErrorIs(t, err, engine.ErrBlockEnded, "the block has ended")
 		require.NoError(t, e.Commit())
 		require.Zero(t, e.Pending())
 		require.NoError(t, e.CheckRoot())
