@@ -21,7 +21,8 @@ import (
 // one before it ends (a missing segment; two may overlap after a crash in
 // a Repair that rewrote one). A torn tail of the last segment is not
 // damage: Open cuts it (and reports it).
-func Check(fsys vfs.FS, dir string, opts Options) ([]*CorruptError, error) {
+func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
+	fsys = orOS(fsys)
 	opts = opts.withDefaults()
 	ls, err := list(fsys, dir)
 	if err != nil {

@@ -6,7 +6,7 @@
 //
 // # Using it
 //
-//	l, err := wal.Open(vfs.OS, dir, wal.Options{})  // SyncEveryBlock, S2, 64 MiB segments
+//	l, err := wal.Open(wal.OS, dir, wal.Options{})  // SyncEveryBlock, S2, 64 MiB segments
 //	h, r, ok, err := l.OpenSnapshot()                // the state at h, if any
 //	err = l.Replay(func(height uint64, body []byte) error { ... })  // then each block after it
 //	for each committed block:

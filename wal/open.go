@@ -29,7 +29,8 @@ import (
 // snapshot. With Options.Repair it truncates there instead (see Repair).
 // With Options.ReadOnly it writes nothing at all. Other errors are the
 // filesystem's.
-func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
+func Open(fsys FS, dir string, opts Options) (*Log, error) {
+	fsys = orOS(fsys)
 	opts = opts.withDefaults()
 	if opts.ReadOnly {
 		return openReadOnly(fsys, dir, opts)

@@ -74,7 +74,8 @@ func (a RepairAction) String() string {
 // `timerlane wal repair` command, or Options.Repair). It returns what it
 // did (nothing, for a log that opens as it is), also reported through
 // Options.Logf.
-func Repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
+func Repair(fsys FS, dir string, opts Options) ([]RepairAction, error) {
+	fsys = orOS(fsys)
 	if opts.ReadOnly {
 		return nil, errReadOnlyRepair
 	}

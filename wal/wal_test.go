@@ -1599,3 +1599,29 @@ func TestRepairRenamedSegment(t *testing.T) {
 		}
 	})
 }
+
+// TestNilFSIsOS: a caller outside the module, which cannot name the
+// internal file systems, may pass nil to Open, Check and Repair for the
+// operating system's (they dereferenced it: session 38's API audit).
+func TestNilFSIsOS(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(nil, dir, Options{Logf: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRange(t, l, 1, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := Check(nil, dir, Options{}); err != nil || len(bad) != 0 {
+		t.Fatalf("Check: %v %v", bad, err)
+	}
+	if acts, err := Repair(nil, dir, Options{Logf: quiet}); err != nil || len(acts) != 0 {
+		t.Fatalf("Repair: %v %v", acts, err)
+	}
+	l, got := openCheck(t, OS, dir, Options{})
+	l.Close()
+	if got.last != 1 {
+		t.Fatalf("reopened at %+v, want last 1", got)
+	}
+}
