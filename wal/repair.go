@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,7 +90,13 @@ func Repair(fsys FS, dir string, opts Options) ([]RepairAction, error) {
 
 func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 	opts.Repair = false
-	var actions []RepairAction
+	actions, err := renameMisnamed(fsys, dir)
+	for _, a := range actions {
+		opts.Logf("wal: repair: %s", a)
+	}
+	if err != nil {
+		return actions, err
+	}
 	fix := func(ce *CorruptError) error {
 		acts, err := repairOne(fsys, dir, ce, opts)
 		if err != nil {
@@ -392,6 +399,61 @@ func rebuildHeader(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Rep
 	return act, true, writeSegment(fsys, dir, ce.Segment, first, flags, data[segHeaderSize:])
 }
 
+// renameMisnamed gives each segment whose whole header and first record
+// agree on a first record other than its name's the header's name, where
+// no file has it ("renamed"), and removes such a segment where the file of
+// that name holds the same bytes (a copy, "removed"): before any damage is
+// judged, so that a segment renamed by hand is not taken for a gap or
+// damage and cut, with every segment after it. Segments that hold each
+// other's names (swapped) are left to the rest of the repair.
+func renameMisnamed(fsys vfs.FS, dir string) ([]RepairAction, error) {
+	var acts []RepairAction
+	for progress := true; progress; {
+		progress = false
+		ls, err := list(fsys, dir)
+		if err != nil {
+			return acts, err
+		}
+		for _, s := range ls.segs {
+			path := filepath.Join(dir, s.name)
+			data, err := vfs.ReadFile(fsys, path)
+			if err != nil {
+				return acts, err
+			}
+			first, _, ferr := decodeSegmentHeader(data)
+			if ferr != nil || first == s.first || len(data) <= segHeaderSize {
+				continue
+			}
+			if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
+				continue
+			}
+			into := segmentName(first)
+			ce := &CorruptError{Segment: s.name, Reason: fmt.Sprintf("segment header says its first record is %d", first)}
+			other, err := vfs.ReadFile(fsys, filepath.Join(dir, into))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				err = fsys.Rename(path, filepath.Join(dir, into))
+				acts = append(acts, RepairAction{Corruption: ce, Action: "renamed", File: s.name, Into: into})
+			case err == nil && bytes.Equal(data, other):
+				ce.Reason += ", and " + into + " holds the same bytes"
+				err = fsys.Remove(path)
+				acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: s.name, Removed: int64(len(data))})
+			default:
+				continue // the name is taken by another file, or unreadable
+			}
+			if err != nil {
+				return acts[:len(acts)-1], err
+			}
+			progress = true
+			break // list again
+		}
+	}
+	if len(acts) == 0 {
+		return nil, nil
+	}
+	return acts, vfs.SyncDir(fsys, dir)
+}
+
 // repairUnread repairs the damage Check finds in files that a recovery
 // which just succeeded did not read, so that `timerlane verify` passes
 // after a repair: a damaged snapshot is set aside, and a damaged segment,
@@ -442,18 +504,11 @@ func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repa
 }
 
 // mendSegment repairs damaged segment ce.Segment in place where no record
-// the state needs is lost: a wrong name given back (renameToHeader), a
-// damaged header rebuilt (rebuildHeader), damage among records the newest
-// valid snapshot covers cut out (skipCovered). It reports false, changing
-// nothing, where none applies, and for a gap before a segment whose name
-// is its own (nothing in it to mend).
+// the state needs is lost: a damaged header rebuilt (rebuildHeader),
+// damage among records the newest valid snapshot covers cut out
+// (skipCovered). It reports false, changing nothing, where neither
+// applies, and for a gap before the segment (nothing in it to mend).
 func mendSegment(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (RepairAction, bool, error) {
-	if ce.Offset < segHeaderSize {
-		// A name that disagrees with the header can show as a gap too.
-		if act, ok, err := renameToHeader(fsys, dir, ce); err != nil || ok {
-			return act, ok, err
-		}
-	}
 	if strings.HasPrefix(ce.Reason, reasonGap) {
 		return RepairAction{}, false, nil
 	}
@@ -463,35 +518,4 @@ func mendSegment(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 		}
 	}
 	return skipCovered(fsys, dir, ce, opts)
-}
-
-// renameToHeader repairs a segment whose name disagrees with a whole
-// header that its first record agrees with (a file renamed by hand, or
-// copied under another name): the name is the one part wrong, so the
-// file takes the header's name and keeps every record ("renamed"). It
-// reports false, changing nothing, where that does not hold or a file
-// already has that name.
-func renameToHeader(fsys vfs.FS, dir string, ce *CorruptError) (RepairAction, bool, error) {
-	path := filepath.Join(dir, ce.Segment)
-	data, err := vfs.ReadFile(fsys, path)
-	if err != nil {
-		return RepairAction{}, false, err
-	}
-	first, _, ferr := decodeSegmentHeader(data)
-	named, _ := parseName(ce.Segment, segSuffix)
-	if ferr != nil || first == named || len(data) <= segHeaderSize {
-		return RepairAction{}, false, nil
-	}
-	if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
-		return RepairAction{}, false, nil
-	}
-	into := segmentName(first)
-	if _, err := fsys.Stat(filepath.Join(dir, into)); !errors.Is(err, fs.ErrNotExist) {
-		return RepairAction{}, false, nil // taken, or cannot tell
-	}
-	if err := fsys.Rename(path, filepath.Join(dir, into)); err != nil {
-		return RepairAction{}, false, err
-	}
-	act := RepairAction{Corruption: ce, Action: "renamed", File: ce.Segment, Into: into}
-	return act, true, vfs.SyncDir(fsys, dir)
 }
