@@ -416,12 +416,26 @@ func renameMisnamed(fsys vfs.FS, dir string) ([]RepairAction, error) {
 		}
 		for _, s := range ls.segs {
 			path := filepath.Join(dir, s.name)
+			size, err := fsys.Stat(path)
+			if err != nil {
+				return acts, err
+			}
+			if size <= segHeaderSize {
+				continue // no record to confirm a header with (or a torn one)
+			}
+			hdr, err := readRange(fsys, path, 0, segHeaderSize)
+			if err != nil {
+				return acts, err
+			}
+			if first, _, ferr := decodeSegmentHeader(hdr); ferr != nil || first == s.first {
+				continue // the common case: only the header is read
+			}
 			data, err := vfs.ReadFile(fsys, path)
 			if err != nil {
 				return acts, err
 			}
 			first, _, ferr := decodeSegmentHeader(data)
-			if ferr != nil || first == s.first || len(data) <= segHeaderSize {
+			if ferr != nil || len(data) <= segHeaderSize {
 				continue
 			}
 			if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {

@@ -1144,9 +1144,18 @@ func TestRepairReportsTornTail(t *testing.T) {
 	if acts, err := Repair(m, "/wal", Options{Logf: quiet}); err != nil || len(acts) != 0 {
 		t.Fatalf("second Repair: %q, %v", acts, err)
 	}
-	_, got := openCheck(t, m, "/wal", Options{})
+	l, got := openCheck(t, m, "/wal", Options{})
+	l.Close()
 	if got.last != 9 {
 		t.Fatalf("recovered %+v, want last 9", got)
+	}
+
+	// A next segment whose header a crash tore (5 bytes): the torn tail,
+	// removed whole; repair's look at every header reads past no end.
+	overwrite(t, m, "/wal/"+segmentName(10), []byte("TLWAL"))
+	acts, err = Repair(m, "/wal", Options{Logf: quiet})
+	if err != nil || len(acts) != 1 || acts[0].Action != "torn tail" || acts[0].Offset != 0 {
+		t.Fatalf("Repair of a torn header: %q, %v", acts, err)
 	}
 }
 
