@@ -103,6 +103,34 @@ func TestReserveRange(t *testing.T) {
 	require.Equal(t, after, e.Stats())
 }
 
+// TestReserveInEndBlockAndAfterClose: Reserve is a call into the engine
+// like any other: from a handler it gets ErrInEndBlock (it would grow the
+// id index under the fires), after Close ErrClosed (until session 38 both
+// returned nil, found by the API audit).
+func TestReserveInEndBlockAndAfterClose(t *testing.T) {
+	e := newEngine(t, nil)
+	require.NoError(t, e.BeginBlock(1))
+	tx, err := e.Begin(actorA, 1)
+	require.NoError(t, err)
+	_, _, err = tx.Schedule(2, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	_, err = e.EndBlock(&recorder{})
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.BeginBlock(2))
+	var inside error
+	_, err = e.EndBlock(invExec(func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+		inside = e.Reserve(1 << 16)
+		return engine.Usage{}, nil
+	}))
+	require.NoError(t, err)
+	require.ErrorIs(t, inside, engine.ErrInEndBlock)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Close())
+	require.ErrorIs(t, e.Reserve(10), engine.ErrClosed)
+}
+
 // TestStatsRecords: Stats.Records counts the pending timers' records and,
 // with rollback on, those the history keeps for the last RollbackDepth
 // blocks; with rollback off, the pending ones alone.
