@@ -80,7 +80,7 @@ func checkSegment(s segment, data []byte, last, lostPages bool) (*CorruptError, 
 		return corrupt(0, ferr.reason)
 	}
 	if first != s.first {
-		return corrupt(0, fmt.Sprintf("segment header says its first record is %d", first))
+		return corrupt(0, headerSaysFirst(first))
 	}
 	next := first
 	for off := int64(segHeaderSize); off < int64(len(data)); {

@@ -76,6 +76,12 @@ func segmentName(first uint64) string { return fmt.Sprintf("%020d%s", first, seg
 func snapshotName(h uint64) string    { return fmt.Sprintf("%020d%s", h, snapSuffix) }
 func tempName(h uint64) string        { return fmt.Sprintf("%020d%s", h, tmpSuffix) }
 
+// headerSaysFirst is the reason of a segment whose whole header names
+// another first record than its file name does.
+func headerSaysFirst(first uint64) string {
+	return fmt.Sprintf("segment header says its first record is %d", first)
+}
+
 // parseName returns the height in a file name of the given suffix.
 func parseName(name, suffix string) (uint64, bool) {
 	digits, ok := strings.CutSuffix(name, suffix)

@@ -590,7 +590,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 			return sc, corrupt(0, ferr.reason)
 		}
 		if first != seg.first {
-			return sc, corrupt(0, fmt.Sprintf("segment header says its first record is %d", first))
+			return sc, corrupt(0, headerSaysFirst(first))
 		}
 		if i == 0 && genesis && flags&flagGenesis == 0 {
 			return sc, corrupt(0, reasonNoStart)

@@ -427,22 +427,22 @@ func renameMisnamed(fsys vfs.FS, dir string) ([]RepairAction, error) {
 			if err != nil {
 				return acts, err
 			}
-			if first, _, ferr := decodeSegmentHeader(hdr); ferr != nil || first == s.first {
+			first, _, ferr := decodeSegmentHeader(hdr)
+			if ferr != nil || first == s.first {
 				continue // the common case: only the header is read
 			}
 			data, err := vfs.ReadFile(fsys, path)
 			if err != nil {
 				return acts, err
 			}
-			first, _, ferr := decodeSegmentHeader(data)
-			if ferr != nil || len(data) <= segHeaderSize {
+			if len(data) <= segHeaderSize {
 				continue
 			}
 			if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
 				continue
 			}
 			into := segmentName(first)
-			ce := &CorruptError{Segment: s.name, Reason: fmt.Sprintf("segment header says its first record is %d", first)}
+			ce := &CorruptError{Segment: s.name, Reason: headerSaysFirst(first)}
 			other, err := vfs.ReadFile(fsys, filepath.Join(dir, into))
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
