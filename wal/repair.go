@@ -404,68 +404,100 @@ func rebuildHeader(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Rep
 // no file has it ("renamed"), and removes such a segment where the file of
 // that name holds the same bytes (a copy, "removed"): before any damage is
 // judged, so that a segment renamed by hand is not taken for a gap or
-// damage and cut, with every segment after it. Segments that hold each
-// other's names (swapped) are left to the rest of the repair.
+// damage and cut, with every segment after it. Where the name is held by
+// another misnamed segment (names swapped, or a longer cycle), that one
+// first moves to a free name past the last segment; it is still misnamed
+// there, so a repair cut short by a crash finishes the job on its next run.
 func renameMisnamed(fsys vfs.FS, dir string) ([]RepairAction, error) {
 	var acts []RepairAction
-	for progress := true; progress; {
-		progress = false
-		ls, err := list(fsys, dir)
+	for {
+		act, err := renameOneMisnamed(fsys, dir)
 		if err != nil {
 			return acts, err
 		}
-		for _, s := range ls.segs {
-			path := filepath.Join(dir, s.name)
-			size, err := fsys.Stat(path)
-			if err != nil {
-				return acts, err
-			}
-			if size <= segHeaderSize {
-				continue // no record to confirm a header with (or a torn one)
-			}
-			hdr, err := readRange(fsys, path, 0, segHeaderSize)
-			if err != nil {
-				return acts, err
-			}
-			first, _, ferr := decodeSegmentHeader(hdr)
-			if ferr != nil || first == s.first {
-				continue // the common case: only the header is read
-			}
-			data, err := vfs.ReadFile(fsys, path)
-			if err != nil {
-				return acts, err
-			}
-			if len(data) <= segHeaderSize {
-				continue
-			}
-			if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
-				continue
-			}
-			into := segmentName(first)
-			ce := &CorruptError{Segment: s.name, Reason: headerSaysFirst(first)}
-			other, err := vfs.ReadFile(fsys, filepath.Join(dir, into))
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				err = fsys.Rename(path, filepath.Join(dir, into))
-				acts = append(acts, RepairAction{Corruption: ce, Action: "renamed", File: s.name, Into: into})
-			case err == nil && bytes.Equal(data, other):
-				ce.Reason += ", and " + into + " holds the same bytes"
-				err = fsys.Remove(path)
-				acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: s.name, Removed: int64(len(data))})
-			default:
-				continue // the name is taken by another file, or unreadable
-			}
-			if err != nil {
-				return acts[:len(acts)-1], err
-			}
-			progress = true
-			break // list again
+		if act == nil {
+			break
 		}
+		acts = append(acts, *act)
 	}
 	if len(acts) == 0 {
 		return nil, nil
 	}
 	return acts, vfs.SyncDir(fsys, dir)
+}
+
+// renameOneMisnamed takes one step of renameMisnamed and returns it, or
+// nil when no step is left.
+func renameOneMisnamed(fsys vfs.FS, dir string) (*RepairAction, error) {
+	ls, err := list(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var aside *RepairAction // a misnamed segment that holds another's name
+	for _, s := range ls.segs {
+		path := filepath.Join(dir, s.name)
+		first, data, err := misnamed(fsys, path, s.first)
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			continue
+		}
+		into := segmentName(first)
+		ce := &CorruptError{Segment: s.name, Reason: headerSaysFirst(first)}
+		other, err := vfs.ReadFile(fsys, filepath.Join(dir, into))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			act := &RepairAction{Corruption: ce, Action: "renamed", File: s.name, Into: into}
+			return act, fsys.Rename(path, filepath.Join(dir, into))
+		case err == nil && bytes.Equal(data, other):
+			ce.Reason += ", and " + into + " holds the same bytes"
+			act := &RepairAction{Corruption: ce, Action: "removed", File: s.name, Removed: int64(len(data))}
+			return act, fsys.Remove(path)
+		case err == nil && aside == nil:
+			// into is another file's: if that one is misnamed too, it
+			// makes way, unless no name past the last segment is free.
+			oFirst, oData, err := misnamed(fsys, filepath.Join(dir, into), first)
+			free := ls.segs[len(ls.segs)-1].first + 1
+			if err != nil {
+				return nil, err
+			}
+			if oData != nil && free != 0 {
+				oce := &CorruptError{Segment: into, Reason: fmt.Sprintf("%s; moved aside for %s, whose header names this file", headerSaysFirst(oFirst), s.name)}
+				aside = &RepairAction{Corruption: oce, Action: "renamed", File: into, Into: segmentName(free)}
+			}
+		}
+	}
+	if aside == nil {
+		return nil, nil
+	}
+	return aside, fsys.Rename(filepath.Join(dir, aside.File), filepath.Join(dir, aside.Into))
+}
+
+// misnamed reads the segment at path, whose name says its first record is
+// named, and returns the header's first record and the segment's bytes when
+// a whole header and the first record agree on another; data is nil
+// otherwise. Only the header is read when it agrees with the name.
+func misnamed(fsys vfs.FS, path string, named uint64) (first uint64, data []byte, err error) {
+	size, err := fsys.Stat(path)
+	if err != nil || size <= segHeaderSize {
+		return 0, nil, err // no record to confirm a header with (or a torn one)
+	}
+	hdr, err := readRange(fsys, path, 0, segHeaderSize)
+	if err != nil {
+		return 0, nil, err
+	}
+	first, _, ferr := decodeSegmentHeader(hdr)
+	if ferr != nil || first == named {
+		return 0, nil, nil // the common case: only the header is read
+	}
+	if data, err = vfs.ReadFile(fsys, path); err != nil || len(data) <= segHeaderSize {
+		return 0, nil, err
+	}
+	if r, ferr := decodeRecord(data[segHeaderSize:], maxRecordLength); ferr != nil || r.height != first {
+		return 0, nil, nil
+	}
+	return first, data, nil
 }
 
 // repairUnread repairs the damage Check finds in files that a recovery

@@ -1575,28 +1575,71 @@ func TestRepairRenamedSegment(t *testing.T) {
 		}
 		return m, segs
 	}
+	// whole checks a repaired log: its segments named as before the
+	// damage, the state recovered whole, nothing left to repair.
+	whole := func(t *testing.T, m *vfs.MemFS, segs []string) {
+		t.Helper()
+		if got := segmentsIn(t, m, "/wal"); !slices.Equal(got, segs) {
+			t.Fatalf("segments %v, want %v", got, segs)
+		}
+		l, got := openCheck(t, m, "/wal", Options{})
+		l.Close()
+		if got != (recovered{snap: 30, last: 40}) {
+			t.Fatalf("recovered %+v, want the snapshot at 30 and last 40", got)
+		}
+		if again, err := Repair(m, "/wal", Options{Logf: quiet}); err != nil || len(again) != 0 {
+			t.Fatalf("second Repair: %q, %v; want nothing to do", again, err)
+		}
+	}
 	last := func(segs []string) string { return segs[len(segs)-1] }
+	// rename moves each from[k] to to[k] at once, through temporary names,
+	// as a hand that swaps names would.
+	rename := func(m *vfs.MemFS, from, to []string) error {
+		for k, f := range from {
+			if err := m.Rename("/wal/"+f, fmt.Sprintf("/wal/tmp%d", k)); err != nil {
+				return err
+			}
+		}
+		for k, f := range to {
+			if err := m.Rename(fmt.Sprintf("/wal/tmp%d", k), "/wal/"+f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, tc := range []struct {
 		name   string
 		damage func(m *vfs.MemFS, segs []string) error
-		want   string // the action
+		want   []string // the actions
 	}{
 		{"the last, to a later name", func(m *vfs.MemFS, segs []string) error {
 			return m.Rename("/wal/"+last(segs), "/wal/"+segmentName(1<<40))
-		}, "renamed"},
+		}, []string{"renamed"}},
 		{"the last, to an earlier free name", func(m *vfs.MemFS, segs []string) error {
 			return m.Rename("/wal/"+last(segs), "/wal/"+segmentName(2))
-		}, "renamed"},
+		}, []string{"renamed"}},
 		{"the first, past the last", func(m *vfs.MemFS, segs []string) error {
 			return m.Rename("/wal/"+segs[0], "/wal/"+segmentName(99))
-		}, "renamed"},
+		}, []string{"renamed"}},
 		{"a copy of the last, named before it", func(m *vfs.MemFS, segs []string) error {
 			data, err := vfs.ReadFile(m, "/wal/"+last(segs))
 			if err == nil {
 				overwrite(t, m, "/wal/"+segmentName(5), data)
 			}
 			return err
-		}, "removed"},
+		}, []string{"removed"}},
+		{"a chain: the second past the last, the last in its place", func(m *vfs.MemFS, segs []string) error {
+			return rename(m, segs[1:3], []string{segmentName(99), segs[1]})
+		}, []string{"renamed", "renamed"}},
+		{"the last two swapped", func(m *vfs.MemFS, segs []string) error {
+			return rename(m, segs[1:3], []string{segs[2], segs[1]})
+		}, []string{"renamed", "renamed", "renamed"}},
+		{"the first and the last swapped", func(m *vfs.MemFS, segs []string) error {
+			return rename(m, []string{segs[0], last(segs)}, []string{last(segs), segs[0]})
+		}, []string{"renamed", "renamed", "renamed"}},
+		{"three in a cycle", func(m *vfs.MemFS, segs []string) error {
+			return rename(m, segs[:3], []string{segs[1], segs[2], segs[0]})
+		}, []string{"renamed", "renamed", "renamed", "renamed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, segs := build(t)
@@ -1604,19 +1647,34 @@ func TestRepairRenamedSegment(t *testing.T) {
 				t.Fatal(err)
 			}
 			acts, err := Repair(m, "/wal", Options{Logf: quiet})
-			if err != nil || len(acts) != 1 || acts[0].Action != tc.want {
-				t.Fatalf("Repair: %q, %v; want one %s", acts, err, tc.want)
+			var did []string
+			for _, a := range acts {
+				did = append(did, a.Action)
 			}
-			if got := segmentsIn(t, m, "/wal"); !slices.Equal(got, segs) {
-				t.Fatalf("segments %v, want %v", got, segs)
+			if err != nil || !slices.Equal(did, tc.want) {
+				t.Fatalf("Repair: %q, %v; want %q", acts, err, tc.want)
 			}
-			l, got := openCheck(t, m, "/wal", Options{})
-			l.Close()
-			if got != (recovered{snap: 30, last: 40}) {
-				t.Fatalf("recovered %+v, want the snapshot at 30 and last 40", got)
-			}
-			if again, err := Repair(m, "/wal", Options{Logf: quiet}); err != nil || len(again) != 0 {
-				t.Fatalf("second Repair: %q, %v; want nothing to do", again, err)
+			whole(t, m, segs)
+			// A repair cut short at any of its writes finishes on the next.
+			for k := 0; ; k++ {
+				m, segs := build(t)
+				if err := tc.damage(m, segs); err != nil {
+					t.Fatal(err)
+				}
+				inj := errorfs.OnIndex(k, errorfs.Writes, errorfs.Fault{Err: errorfs.EIO})
+				_, err := Repair(errorfs.Wrap(m, inj), "/wal", Options{Logf: quiet})
+				op, fired := inj.Fired()
+				if !fired {
+					t.Logf("%d write points", k)
+					break
+				}
+				if !errors.Is(err, errorfs.EIO) {
+					t.Fatalf("Repair failing at %v: %v", op, err)
+				}
+				if _, err := Repair(m, "/wal", Options{Logf: quiet}); err != nil {
+					t.Fatalf("Repair after one failing at %v: %v", op, err)
+				}
+				whole(t, m, segs)
 			}
 		})
 	}
