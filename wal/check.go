@@ -19,15 +19,13 @@ import (
 // gives, and every record's checksum and height, each one more than the
 // one before; and that each segment starts at most one height after the
 // one before it ends (a missing segment; two may overlap after a crash in
-// a Repair that rewrote one). A torn tail of the last segment is not
-// damage: Open cuts it (and reports it).
+// a Repair that rewrote one); and the file NEWEST, whole, with a segment
+// at or past the record it names (the newest segment deleted whole). A
+// torn tail of the last segment is not damage: Open cuts it (and reports
+// it).
 func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	fsys = orOS(fsys)
 	opts = opts.withDefaults()
-	ls, err := list(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
 	var bad []*CorruptError
 	add := func(err error) error {
 		var ce *CorruptError
@@ -36,6 +34,18 @@ func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 			return nil
 		}
 		return err
+	}
+	ls, bound, err := listBounded(fsys, dir)
+	if err = add(err); err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 { // NEWEST is damaged: the listing is still to read
+		if ls, err = list(fsys, dir); err != nil {
+			return bad, err
+		}
+	}
+	if err := add(checkNewest(ls.segs, bound)); err != nil {
+		return bad, err
 	}
 	for _, s := range ls.snaps {
 		if err := add(checkSnapshot(fsys, dir, s)); err != nil {

@@ -45,7 +45,9 @@
 // renamed or removed. A new segment is created, its header written and
 // fsynced and the directory fsynced, after the previous segment was
 // fsynced, before any record goes into it; so every segment but the last is
-// complete.
+// complete. Then the file NEWEST is raised to the new segment's first
+// record (see Files): a bound that no segment reaches is a lost newest
+// segment, not a crash.
 //
 // # Failures
 //
@@ -72,8 +74,11 @@
 //
 // # Recovery
 //
-// Open lists the directory, removes leftover temporary files (snapshots,
-// or a segment a repair was rewriting, cut short by a crash), and
+// Open lists the directory (reading NEWEST before and after: it fails,
+// naming NEWEST, if no segment starts at or past the record it holds, the
+// newest segment deleted whole), removes leftover temporary files
+// (snapshots, a segment a repair was rewriting, NEWEST's, cut short by a
+// crash), and
 // verifies snapshots from the newest down (every chunk checksum, the
 // payload's checksum and length): the first valid one is the base. It
 // then reads only the segments from the one holding the block after the
@@ -126,8 +131,9 @@
 //     broken below it is corruption (a truncated copy, a lost page of
 //     synced data), which cutting would turn into the silent loss of every
 //     record after the snapshot. A segment cut exactly at a record
-//     boundary, or removed whole, shows no broken record: without a
-//     manifest that is not told apart from a crash in Truncate's removals.
+//     boundary shows no broken record, and is not told apart from a crash
+//     in Truncate; the newest segment removed whole is (NEWEST), and an
+//     older one leaves a gap.
 //   - Corruption: anything else, such as a flipped bit in a record that has
 //     a valid record after it, a bad header, a missing segment or a height
 //     gap. Open fails with a *CorruptError{Segment, Offset, Reason}
@@ -203,6 +209,9 @@
 //	NNNNNNNNNNNNNNNNNNNN.snap.tmp   snapshot being written (removed by Open)
 //	NNNNNNNNNNNNNNNNNNNN.wal.tmp    segment Repair is rewriting (removed by Open)
 //	NAME.corrupt                    a damaged snapshot set aside by Repair
+//	NEWEST                          the first record of the newest segment begun (below)
+//	NEWEST.tmp                      NEWEST being written (removed by Open)
+//	LOCK                            locked by the open Log (holds nothing)
 //
 // All integers are little-endian; every checksum is xxh3-64
 // (github.com/zeebo/xxh3).
@@ -223,6 +232,19 @@
 //	end:    xxh3 of the rest u64 | 0 u32 | 0 u32 | payload length u64 | xxh3 of the payload u64
 //
 // The writer cuts the stream into 1 MiB chunks.
+//
+// NEWEST: 24 bytes, written to NEWEST.tmp, fsynced and renamed into place.
+//
+//	magic "TLNEWST\x01" [8] | first record u64 | xxh3 of the 16 bytes before u64
+//
+// It is raised after a rotation has made the new segment durable, and by
+// Open to the newest segment it keeps; it is lowered, durably, before
+// Truncate or Repair removes the newest segment, and before Open removes
+// one whose header never became whole. An emptied log holds none, and a
+// log without it (written before it existed) has no bound until Open
+// writes it. Open and Check report a bound that no segment reaches;
+// Repair then rebuilds the file from the newest segment there is,
+// accepting the loss.
 //
 // # Compression: S2
 //

@@ -483,6 +483,10 @@ func (l *Log) rotate(first uint64) error {
 		f.Close()
 		return l.fail("rotate", err)
 	}
+	if err := writeNewest(l.fs, l.dir, first); err != nil {
+		f.Close()
+		return l.fail("rotate", err)
+	}
 	l.mu.Lock()
 	l.cur = f
 	l.curSize = int64(len(hdr))

@@ -150,7 +150,7 @@ func list(fsys vfs.FS, dir string) (listing, error) {
 			ls.segs = append(ls.segs, segment{first: h, name: name})
 		} else if h, ok := parseName(name, snapSuffix); ok {
 			ls.snaps = append(ls.snaps, snapshotFile{height: h, name: name})
-		} else if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) {
+		} else if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) || name == newestTmpName {
 			ls.temps = append(ls.temps, name)
 		}
 	}
@@ -225,8 +225,11 @@ func (l *Log) recover() error {
 			return err
 		}
 	}
-	ls, err := list(fsys, dir)
+	ls, bound, err := listBounded(fsys, dir)
 	if err != nil {
+		return err
+	}
+	if err := checkNewest(ls.segs, bound); err != nil {
 		return err
 	}
 	if len(ls.temps) > 0 && !opts.ReadOnly {
@@ -286,8 +289,17 @@ func (l *Log) recover() error {
 		l.curSize = f.sc.tailSize
 		l.curNext = f.sc.tailNext
 	}
-	if !opts.ReadOnly {
-		return syncKept(fsys, dir, l.segs)
+	if opts.ReadOnly {
+		return nil
+	}
+	if err := syncKept(fsys, dir, l.segs); err != nil {
+		return err
+	}
+	// The bound follows the newest segment kept, which is durable now: a
+	// log written before the file existed gets it here, and so does a
+	// segment whose rotation a crash cut short after its header's sync.
+	if n := len(l.segs); n > 0 && l.segs[n-1].first > bound {
+		return writeNewest(fsys, dir, l.segs[n-1].first)
 	}
 	return nil
 }
@@ -521,7 +533,11 @@ func (l *Log) checkSnapshot(s snapshotFile) error {
 // scanSegs scans ls.segs[start:] (see scan), recording and logging a torn
 // tail it cuts, and dropping a segment it removes from ls.
 func (l *Log) scanSegs(ls *listing, start int, snapHeight uint64, genesis bool) (scanned, error) {
-	sc, err := l.scan(ls.segs[start:], snapHeight, genesis)
+	var before uint64 // the first record of the segment before those scanned
+	if start > 0 {
+		before = ls.segs[start-1].first
+	}
+	sc, err := l.scan(ls.segs[start:], before, snapHeight, genesis)
 	if c := sc.cut; c != nil {
 		if l.rec.Cut == nil || *l.rec.Cut != *c { // a second scan finds it again, read-only
 			l.opts.Logf("wal: torn tail: %s", c)
@@ -546,9 +562,10 @@ func describeBase(base *snapshotFile) string {
 const reasonNoStart = "the log's first segment does not start the log, and there is no snapshot"
 
 // scan checks segs (the segments recovery needs, in order) and cuts a torn
-// tail from the last. snapHeight is the recovered snapshot's height (0 if
+// tail from the last. before is the first record of the segment before
+// segs[0] (0: none); snapHeight is the recovered snapshot's height (0 if
 // none); genesis says the first segment must be the log's first.
-func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, error) {
+func (l *Log) scan(segs []segment, before, snapHeight uint64, genesis bool) (scanned, error) {
 	var sc scanned
 	if len(segs) > 0 {
 		sc.from = segs[0].first
@@ -577,6 +594,13 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
 				if !l.opts.ReadOnly {
+					prev := before
+					if i > 0 {
+						prev = segs[i-1].first
+					}
+					if err := lowerNewest(l.fs, l.dir, prev); err != nil {
+						return sc, err
+					}
 					if err := l.fs.Remove(path); err != nil {
 						return sc, err
 					}

@@ -21,7 +21,9 @@ type RepairAction struct {
 	// that no longer joins the log), "set aside" (a damaged snapshot the
 	// log does not cover, renamed to NAME.corrupt so that recovery falls
 	// back to an older state), "rebuilt" (a segment whose damaged header
-	// was written anew, its records kept), "renamed" (a segment whose name
+	// was written anew, its records kept; or NEWEST, damaged or naming a
+	// lost segment, written anew from the newest segment there is),
+	// "rewritten" (see Into), "renamed" (a segment whose name
 	// disagreed with its whole header and first record, given the
 	// header's name, Into) or "torn tail" (the torn tail that any
 	// writable Open cuts, Corruption nil: Removed bytes of File from
@@ -45,6 +47,9 @@ func (a RepairAction) String() string {
 	case "rewritten":
 		return fmt.Sprintf("rewrote %s from offset %d as %s, dropping %d bytes of records the newest valid snapshot covers, because %v", a.File, a.Offset, a.Into, a.Removed, a.Corruption)
 	case "rebuilt":
+		if a.File == newestName {
+			return fmt.Sprintf("rebuilt %s from the newest segment there is, because %v", a.File, a.Corruption)
+		}
 		return fmt.Sprintf("rebuilt the header of %s from its name and first record, keeping every record, because %v", a.File, a.Corruption)
 	case "renamed":
 		return fmt.Sprintf("renamed %s to %s, the name its header and first record give, keeping every record, because %v", a.File, a.Into, a.Corruption)
@@ -180,6 +185,10 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	if ce.Reason == reasonNoStart {
 		return nil, fmt.Errorf("%w (%v): no state can be recovered from what is left, so repair stops here; restore a snapshot, or the log's earlier segments", ErrNoBase, ce)
 	}
+	if ce.Segment == newestName {
+		act, err := rebuildNewest(fsys, dir, ce)
+		return []RepairAction{act}, err
+	}
 	if !strings.HasSuffix(ce.Segment, segSuffix) {
 		size, _ := fsys.Stat(path)
 		if err := fsys.Rename(path, path+".corrupt"); err != nil {
@@ -199,37 +208,33 @@ func repairOne(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repai
 	if err != nil {
 		return nil, err
 	}
+	first, _ := parseName(ce.Segment, segSuffix)
 	if ce.Offset < segHeaderSize {
 		if err := leavesABase(fsys, dir, ce, "removing it and the segments after it"); err != nil {
 			return nil, err
 		}
-		if err := fsys.Remove(path); err != nil {
-			return nil, err
-		}
-		acts = append(acts, RepairAction{Corruption: ce, Action: "removed", File: ce.Segment, Removed: size})
-	} else {
-		if ce.Offset == segHeaderSize {
-			// Its first record is damaged: the cut keeps none of its
-			// records, and a log that starts here would open empty.
-			if err := leavesABase(fsys, dir, ce, "cutting it at its first record, and removing the segments after it,"); err != nil {
-				return nil, err
-			}
-		}
-		f, err := fsys.OpenAppend(path)
-		if err != nil {
-			return nil, err
-		}
-		err = f.Truncate(ce.Offset)
-		if err == nil {
-			err = f.Sync()
-		}
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		acts = append(acts, RepairAction{Corruption: ce, Action: "truncated", File: ce.Segment, Offset: ce.Offset, Removed: size - ce.Offset})
+		return removeSegments(fsys, dir, ce, nil, func(f uint64) bool { return f >= first })
 	}
-	first, _ := parseName(ce.Segment, segSuffix)
+	if ce.Offset == segHeaderSize {
+		// Its first record is damaged: the cut keeps none of its
+		// records, and a log that starts here would open empty.
+		if err := leavesABase(fsys, dir, ce, "cutting it at its first record, and removing the segments after it,"); err != nil {
+			return nil, err
+		}
+	}
+	f, err := fsys.OpenAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	err = f.Truncate(ce.Offset)
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	acts = append(acts, RepairAction{Corruption: ce, Action: "truncated", File: ce.Segment, Offset: ce.Offset, Removed: size - ce.Offset})
 	return removeSegments(fsys, dir, ce, acts, func(f uint64) bool { return f > first })
 }
 
@@ -265,10 +270,20 @@ func leavesABase(fsys vfs.FS, dir string, ce *CorruptError, what string) error {
 
 // removeSegments removes the segments of dir whose first height gone
 // selects, appending a "removed" action for each (because of ce) to
-// acts, then syncs the directory.
+// acts, then syncs the directory. It lowers NEWEST first to the newest
+// segment that stays.
 func removeSegments(fsys vfs.FS, dir string, ce *CorruptError, acts []RepairAction, gone func(first uint64) bool) ([]RepairAction, error) {
 	ls, err := list(fsys, dir)
 	if err != nil {
+		return acts, err
+	}
+	var stays uint64
+	for _, s := range ls.segs {
+		if !gone(s.first) {
+			stays = s.first
+		}
+	}
+	if err := lowerNewest(fsys, dir, stays); err != nil {
 		return acts, err
 	}
 	for _, s := range ls.segs {

@@ -175,6 +175,15 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) (err err
 	} else {
 		order = append(append(order, segsAbove...), goodAbove...)
 	}
+	if len(damaged)+len(damagedAbove)+len(segsAbove) > 0 {
+		var first uint64 // the newest segment kept (0: none)
+		if len(keep) > 0 {
+			first = keep[len(keep)-1].first
+		}
+		if err := lowerNewest(l.fs, l.dir, first); err != nil {
+			return l.fail("truncate", err)
+		}
+	}
 	for _, name := range order {
 		if err := l.fs.Remove(l.path(name)); err != nil && !vfs.IsNotExist(err) {
 			return l.fail("truncate", err)

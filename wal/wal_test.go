@@ -624,6 +624,16 @@ func TestSnapshotDamage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The newest segment is gone, which NEWEST names first.
+			_, err := Open(m.Clone(), "/wal", Options{Logf: quiet})
+			if ce := asCorrupt(err); ce == nil || ce.Segment != newestName || !strings.Contains(err.Error(), segmentName(44)+" is missing") {
+				t.Fatalf("open with NEWEST: %v; want NEWEST naming %s", err, segmentName(44))
+			}
+			// Without it (a log written before the file existed), the
+			// snapshot's error.
+			if err := m.Remove("/wal/" + newestName); err != nil {
+				t.Fatal(err)
+			}
 			return m
 		}
 		for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/wal"
 )
 
 const demoHelp = `usage: timerlane demo [flags]
@@ -252,7 +253,7 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 		return s, fmt.Errorf("%w: --dir: %v", errBadDir, err)
 	}
 	for _, x := range entries {
-		if !logName.MatchString(x.Name()) && x.Name() != "LOCK" {
+		if !wal.IsLogFile(x.Name()) {
 			return s, fmt.Errorf("%w: --dir %s holds %s: give it a new or empty directory", errBadDir, c.dir, x.Name())
 		}
 	}
