@@ -84,7 +84,7 @@ func checkSegment(s segment, data []byte, last, lostPages bool) (*CorruptError, 
 	}
 	first, _, ferr := decodeSegmentHeader(data)
 	if ferr != nil {
-		if last && tornAt(data, 0, s.first, lostPages) {
+		if last && headerTorn(data) {
 			return nil, 0
 		}
 		return corrupt(0, ferr.reason)

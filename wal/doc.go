@@ -123,7 +123,9 @@
 //     record) or the header is not that record's (a wrong kind or height:
 //     garbage, whose length means nothing). Repair skips such frames too
 //     when it restarts a segment after damage. Open truncates the segment there (or
-//     removes it, if even its header is incomplete), logs "wal: torn tail:
+//     removes it, if even its header is incomplete: shorter than a header
+//     and its magic as far as it goes, or zeros; the header is fsynced
+//     before any record, so a file of other bytes is damage), logs "wal: torn tail:
 //     cut SEGMENT at offset N (M bytes)" through Options.Logf and reports it
 //     in Recovery().Cut. Never below the snapshot recovery starts from:
 //     WriteSnapshot syncs the log before it writes, so no crash leaves the

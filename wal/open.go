@@ -590,7 +590,7 @@ func (l *Log) scan(segs []segment, before, snapHeight uint64, genesis bool) (sca
 			if isLast && seg.first > 0 && belowSnap(seg.first-1) {
 				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at record %d, at or below the snapshot of record %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
 			}
-			if isLast && tornAt(data, 0, seg.first, lostPages) {
+			if isLast && headerTorn(data) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
 				if !l.opts.ReadOnly {
@@ -696,6 +696,21 @@ func tornAt(data []byte, off int64, height uint64, lostPages bool) bool {
 		}
 	}
 	return false
+}
+
+// headerTorn reports whether a segment whose header is not whole is one
+// that a crash in its rotation left: the header is written and fsynced
+// before any record, so such a file holds a prefix of a header (shorter
+// than one, its magic as far as it goes) or, its page lost, zeros. A
+// longer file, or other bytes, is damage (until session 39 any bytes with
+// no whole record in them passed for a torn header, and a file of random
+// bytes was removed as one).
+func headerTorn(data []byte) bool {
+	if allZero(data) {
+		return true
+	}
+	n := min(len(data), len(segMagic))
+	return len(data) < segHeaderSize && string(data[:n]) == segMagic[:n]
 }
 
 func allZero(b []byte) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -194,6 +195,41 @@ func TestRepairRefusesToEmptyTheLog(t *testing.T) {
 	after, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
+}
+
+// TestRepairTornFirstSegment: a directory holding only a first segment
+// whose header a crash cut short (no record) verifies as a log with no
+// block, and wal repair removes that segment, as Open would, and says the
+// log holds no block: exit 0 (it said "the repaired log does not open",
+// exit 1: session 39's CLI audit). A segment of other bytes is damage:
+// verify fails and repair refuses, touching nothing.
+func TestRepairTornFirstSegment(t *testing.T) {
+	seg := "00000000000000000001.wal"
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		verify  int
+		repair  int
+		out     string
+		segLeft bool
+	}{
+		{"empty", nil, 0, 0, "the log now holds no block\n", false},
+		{"other bytes", bytes.Repeat([]byte("not a log "), 500), 1, 1, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, seg), tc.data, 0o644))
+			code, _, stderr := cli("verify", dir)
+			require.Equal(t, tc.verify, code, stderr)
+			code, out, stderr := cli("wal", "repair", dir)
+			require.Equal(t, tc.repair, code, stderr)
+			if tc.out != "" {
+				require.Contains(t, out, tc.out)
+			}
+			_, err := os.Stat(filepath.Join(dir, seg))
+			require.Equal(t, tc.segLeft, err == nil, "%v", err)
+		})
+	}
 }
 
 // TestVerifyWithoutRoots: a log written with the state root off stores no

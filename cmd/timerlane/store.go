@@ -294,13 +294,25 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, a)
 	}
 	// Say where the log now ends: a cut loses every block after it.
+	lost := ""
+	for _, a := range actions {
+		if a.Action == "truncated" || a.Action == "removed" || a.Action == "set aside" || a.Action == "rebuilt" && a.File == "NEWEST" {
+			lost = ": any block it held above that is gone"
+		}
+	}
+	if logDir(args[1]) != nil {
+		// Only a first segment that a crash in its rotation left, with no
+		// record, was there: what Open does to it too.
+		fmt.Fprintf(stdout, "the log now holds no block%s\n", lost)
+		return 0
+	}
 	e, err := openDir(args[1], false)
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane wal repair: the repaired log does not open: %v\n", err)
 		return 1
 	}
 	defer e.Close()
-	fmt.Fprintf(stdout, "the log now recovers to height %d (root %s): any block it held above that is gone\n", e.Height(), rootOf(e))
+	fmt.Fprintf(stdout, "the log now recovers to height %d (root %s)%s\n", e.Height(), rootOf(e), lost)
 	return 0
 }
 
