@@ -158,11 +158,48 @@ func TestVerifyProofNonTimerKey(t *testing.T) {
 // TestHelpIsConsistent: every command prints its usage on stdout, exit
 // status 0, when asked (-h, --help, help), in any position.
 func TestHelpIsConsistent(t *testing.T) {
-	for _, args := range [][]string{{"demo", "-h"}, {"demo", "--help"}, {"demo", "help"}, {"prove", "DIR", "--help"}, {"wal", "repair", "--help"}} {
+	for _, args := range [][]string{
+		{"demo", "-h"}, {"demo", "--help"}, {"demo", "help"}, {"demo", "--quiet", "--help"},
+		{"prove", "DIR", "--help"}, {"prove", "DIR", "ID", "-h"}, {"inspect", "DIR", "--help"},
+		{"replay", "trace.jsonl", "-h"}, {"verify-proof", "--help"}, {"wal", "repair", "--help"}, {"wal", "-h"},
+		{"help", "demo"}, {"help", "inspect"}, {"help", "wal", "repair"},
+	} {
 		code, stdout, stderr := cli(args...)
 		require.Equal(t, 0, code, "%q: %s", args, stderr)
-		require.Contains(t, stdout, "usage: timerlane "+args[0], "%q", args)
+		name := args[0]
+		if name == "help" {
+			name = args[1]
+		}
+		require.Contains(t, stdout, "usage: timerlane "+name, "%q", args)
 		require.Empty(t, stderr, "%q", args)
+	}
+}
+
+// TestArgumentErrors: a wrong argument list gets one line saying what is
+// wrong (then the usage), exit status 2; they printed the usage alone.
+func TestArgumentErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect"}, "timerlane inspect: missing DIR\n"},
+		{[]string{"inspect", "a", "b"}, `timerlane inspect: unexpected argument "b"`},
+		{[]string{"verify", "--all", "d"}, "timerlane verify: --all: unknown flag"},
+		{[]string{"prove", "d"}, "timerlane prove: missing TIMER_ID\n"},
+		{[]string{"verify-proof", "0x00", "0x00"}, "timerlane verify-proof: missing PROOF\n"},
+		{[]string{"verify-proof", "a", "b", "c", "d", "e"}, `unexpected argument "e"`},
+		{[]string{"replay", "--bogus"}, "timerlane replay: --bogus: unknown flag"},
+		{[]string{"wal"}, "timerlane wal: missing command (repair)"},
+		{[]string{"wal", "repair"}, "timerlane wal repair: missing DIR\n"},
+		{[]string{"help", "bogus"}, `timerlane help: unknown command "bogus"`},
+		{[]string{"prove", "d", "0xzz"}, "TIMER_ID: U+007A 'z' is not a hex digit (at character 3)"},
+		{[]string{"prove", "d", "0x123"}, "TIMER_ID: an odd number of hex digits (3)"},
+	} {
+		code, out, errs := cli(tc.args...)
+		require.Equal(t, 2, code, "%q: %s", tc.args, errs)
+		require.Empty(t, out, "%q", tc.args)
+		require.True(t, strings.HasPrefix(errs, "timerlane "), "%q: %s", tc.args, errs)
+		require.Contains(t, errs, tc.want, "%q", tc.args)
 	}
 }
 

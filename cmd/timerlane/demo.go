@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -31,7 +35,9 @@ epoch tier or the overflow tree) and cancel some of their own; one actor in
 ten keeps a heartbeat that reschedules itself from its handler. After the
 load blocks the demo drains: it jumps over empty stretches with SkipEmpty
 and runs every block in which something is due, until no timer is pending.
-Progress goes to stderr, the summary table to stdout.
+Progress goes to stderr, the summary table to stdout. An interrupt (Ctrl-C)
+or SIGTERM stops the run between blocks: it says after which block, closes
+DIR cleanly under --dir, and exits with status 130.
 
 Flags:
 `
@@ -59,13 +65,13 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code
 	if len(args) == 1 && args[0] == "help" {
 		args = []string{"-h"}
 	}
-	fs.IntVar(&c.timers, "timers", 1_000_000, "timers to schedule over the run, `N` >= 1 (heartbeat reschedules included)")
-	fs.IntVar(&c.actors, "actors", 10_000, "actors sending transactions, `N` >= 1")
+	fs.IntVar(&c.timers, "timers", 1_000_000, "timers to schedule over the run, `N` in [1, "+commas(maxTimers)+"] (heartbeat\nreschedules included)")
+	fs.IntVar(&c.actors, "actors", 10_000, "actors sending transactions, `N` in [1, "+commas(maxActors)+"]")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed `N` of the scenario's random choices: the same seed gives the same counts")
-	fs.IntVar(&c.blocks, "blocks", 0, "`N` load blocks: the blocks whose transactions schedule the timers\n(0: timers/500, at least 100)")
+	fs.IntVar(&c.blocks, "blocks", 0, "`N` load blocks, in [0, "+commas(maxBlocks)+"]: the blocks whose transactions\nschedule the timers (0: timers/500, at least 100)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr")
-	fs.IntVar(&c.reserve, "reserve", 0, "reserve room for `N` timers before the first block (engine.Reserve), as a\nnode that knows its scale would: no call then waits for the engine's memory\nto grow (0: none)")
-	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty; inspect it\nafterwards with timerlane inspect DIR)")
+	fs.IntVar(&c.reserve, "reserve", 0, "reserve room for `N` timers before the first block (engine.Reserve), as a\nnode that knows its scale would: no call then waits for the engine's memory\nto grow (0: none; at most "+commas(maxTimers)+")")
+	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty; inspect it\nafterwards with timerlane inspect DIR). The fsyncs make the run slower:\nthe default scenario's 183,000 blocks take a minute or more")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
 		fs.PrintDefaults()
@@ -75,14 +81,20 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code
 			stdout.Write(msg.Bytes())
 			return c, 0, false
 		}
-		stderr.Write(msg.Bytes())
-		return c, 2, false // the flag package has named the flag
+		// One line naming the flag, as for the checks below (the flag
+		// package's message, without the usage it printed after it).
+		fmt.Fprintf(stderr, "timerlane demo: %v (see timerlane demo --help)\n", err)
+		return c, 2, false
 	}
 	bad := func(format string, a ...any) (demoConfig, int, bool) {
 		fmt.Fprintf(stderr, "timerlane demo: "+format+" (see timerlane demo --help)\n", a...)
 		return c, 2, false
 	}
+	dirSet := false
+	fs.Visit(func(f *flag.Flag) { dirSet = dirSet || f.Name == "dir" })
 	switch {
+	case dirSet && c.dir == "":
+		return bad("--dir: empty; give a directory, or no --dir to run in memory")
 	case fs.NArg() > 0:
 		return bad("unexpected argument %q", fs.Arg(0))
 	case c.timers < 1 || c.timers > maxTimers:
@@ -101,6 +113,14 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code
 }
 
 func demoCmd(args []string, stdout, stderr io.Writer) int {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stop)
+	return demoUntil(args, stop, stdout, stderr)
+}
+
+// demoUntil is demoCmd, stopped by a value on stop.
+func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) int {
 	c, code, ok := parseDemoFlags(args, stdout, stderr)
 	if !ok {
 		return code
@@ -108,7 +128,20 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, c.quiet, 2*c.timers)
 	s, err := newScenario(c, prog)
 	if err == nil {
+		s.stop = stop
 		err = s.run()
+	}
+	if errors.Is(err, errInterrupted) {
+		prog.abort()
+		fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d\n", s.height)
+		if c.dir != "" {
+			if err := s.e.Close(); err != nil {
+				fmt.Fprintf(stderr, "timerlane demo: closing %s: %v\n", c.dir, err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "timerlane demo: %s holds the blocks up to %d (timerlane inspect %s)\n", c.dir, s.height, shellQuote(c.dir))
+		}
+		return 130 // as a shell reports a command killed by SIGINT
 	}
 	if err != nil {
 		prog.abort()
@@ -125,7 +158,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "timerlane demo: closing %s: %v\n", c.dir, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "\npersisted to %s: height %d, root 0x%x (timerlane inspect %s)\n", c.dir, s.height, root, c.dir)
+		fmt.Fprintf(stdout, "\npersisted to %s: height %d, root 0x%x (timerlane inspect %s)\n", c.dir, s.height, root, shellQuote(c.dir))
 	}
 	return 0
 }
@@ -172,6 +205,7 @@ type heldTimer struct {
 // scenario runs the demo; it is also the engine's Executor.
 type scenario struct {
 	c        demoConfig
+	stop     <-chan os.Signal // an interrupt: the run stops between blocks
 	e        *engine.Engine
 	cfg      engine.Config
 	rng      *rand.Rand
@@ -260,7 +294,11 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	// A log already: look at it read-only first, so that refusing it
 	// changes nothing (opening it for writing cuts a torn tail, for one).
 	if logDir(c.dir) == nil {
-		if ro, err := openDir(c.dir, false); err == nil {
+		w := log.Writer()
+		log.SetOutput(io.Discard) // quietly: the Open below reports what it cuts
+		ro, err := openDir(c.dir, false)
+		log.SetOutput(w)
+		if err == nil {
 			h := ro.Height()
 			ro.Close()
 			if h > 0 {
@@ -313,6 +351,9 @@ func (s *scenario) run() error {
 	ops0 := s.ops()
 	s.steadyFrom = 1
 	for h := uint64(1); h <= s.loadEnd; h++ {
+		if err := s.interrupted(); err != nil {
+			return err
+		}
 		if err := s.block(h, true); err != nil {
 			return err
 		}
@@ -327,6 +368,9 @@ func (s *scenario) run() error {
 	// Drain: SkipEmpty stops before the next block with a due timer (or an
 	// epoch holding one), so every block that matters runs for real.
 	for s.e.Pending() > 0 {
+		if err := s.interrupted(); err != nil {
+			return err
+		}
 		t := time.Now()
 		h, err := s.e.SkipEmpty(s.maxDue)
 		if err != nil {
@@ -354,6 +398,19 @@ func (s *scenario) run() error {
 		return fmt.Errorf("engine reported %d fires, the executor saw %d", s.blockFired, s.sum(&s.fired))
 	}
 	return nil
+}
+
+// errInterrupted ends a run that a signal stopped.
+var errInterrupted = errors.New("interrupted")
+
+// interrupted returns errInterrupted once a signal has come.
+func (s *scenario) interrupted() error {
+	select {
+	case <-s.stop:
+		return errInterrupted
+	default:
+		return nil
+	}
 }
 
 // block runs block h: transactions while loading, then end of block.
@@ -686,4 +743,15 @@ func commas(n int) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// shellQuote quotes path for a POSIX shell where it needs it, so that the
+// command printed around it can be pasted.
+func shellQuote(path string) string {
+	for _, r := range path {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./-+:,@%", r)) {
+			return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
+		}
+	}
+	return path
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/timerlane/timerlane/engine"
 )
@@ -153,10 +154,56 @@ func TestDemoBadFlags(t *testing.T) {
 		{[]string{"--nope"}, "-nope"},
 		{[]string{"extra"}, `"extra"`},
 		{[]string{"--timers", "10", "--dir", file}, "not a directory"},
+		{[]string{"--dir", ""}, "--dir: empty"},
+		{[]string{"--dir="}, "--dir: empty"},
+		{[]string{"--timers"}, "-timers"},
 	} {
 		code, out, errs := runDemo(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %s named", tc.args, code, out, errs, tc.want)
+		}
+		// One line, as every other command's errors: the flag package's
+		// own messages came with the whole usage after them.
+		if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "timerlane demo: ") {
+			t.Errorf("%v: stderr %q; want one line of timerlane demo", tc.args, errs)
+		}
+	}
+}
+
+// TestDemoInterrupted: an interrupt stops the run between blocks, says
+// after which, closes --dir cleanly (it verifies at that height) and
+// exits with status 130.
+func TestDemoInterrupted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	stop := make(chan os.Signal, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond) // some blocks in: each one fsyncs
+		stop <- os.Interrupt
+	}()
+	var out, errb bytes.Buffer
+	code := demoUntil([]string{"--quiet", "--dir", dir}, stop, &out, &errb)
+	if code != 130 || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 130 and no summary", code, out.String(), errb.String())
+	}
+	m := regexp.MustCompile(`interrupted after block (\d+)\n.*holds the blocks up to (\d+) `).FindStringSubmatch(errb.String())
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("stderr %q", errb.String())
+	}
+	code, vout, verr := cli("verify", dir)
+	if code != 0 || !strings.Contains(vout, "height "+m[1]+",") {
+		t.Fatalf("verify: exit %d, %q %q; want height %s", code, vout, verr, m[1])
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/tmp/demo-1", "/tmp/demo-1"},
+		{"sp ace/x y", "'sp ace/x y'"},
+		{"it's", `'it'\''s'`},
+		{"$HOME", "'$HOME'"},
+	} {
+		if got := shellQuote(tc.in); got != tc.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }

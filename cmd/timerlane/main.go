@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
+	"slices"
 
 	"github.com/timerlane/timerlane/internal/replay"
 	"github.com/timerlane/timerlane/internal/trace"
@@ -29,13 +31,17 @@ Usage:
                               check such a proof with nothing else
   timerlane wal repair DIR    make DIR's log openable again: cut out or truncate
                               at damage, set damaged snapshots aside
-  timerlane help              print this text
+  timerlane help [COMMAND]    print this text, or COMMAND's
 
 Exit status: 0 on success; 2 on a bad trace, bad flags, a bad config or a
 DIR that holds no log; 1 on any other failure (a damaged log, I/O).
 `
 
 func main() {
+	// What the log reports (a torn tail cut) reads as the commands' own
+	// lines do, without the log package's timestamp.
+	log.SetFlags(0)
+	log.SetPrefix("timerlane: ")
 	out := &errWriter{w: os.Stdout}
 	code := run(os.Args[1:], out, os.Stderr)
 	if out.err != nil && code == 0 {
@@ -60,6 +66,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// commands are the commands run knows, for help COMMAND.
+var commands = []string{"replay", "demo", "inspect", "verify", "prove", "verify-proof", "wal"}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -81,8 +90,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "wal":
 		return walCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		if len(args) == 1 || isHelp(args[1]) {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		if !slices.Contains(commands, args[1]) {
+			fmt.Fprintf(stderr, "timerlane help: unknown command %q\n\n%s", args[1], usage)
+			return 2
+		}
+		return run(append(args[1:], "--help"), stdout, stderr) // help wal repair too
 	}
 	fmt.Fprintf(stderr, "timerlane: unknown command %q\n\n%s", args[0], usage)
 	return 2
@@ -91,8 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 const replayUsage = "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n"
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || isHelp(args[0]) {
-		return usageOf(args, 0, replayUsage, stdout, stderr)
+	if code, ok := checkArgs("replay", args, []string{"TRACE"}, replayUsage, stdout, stderr); !ok {
+		return code
 	}
 	var in io.Reader = os.Stdin
 	if args[0] != "-" {

@@ -56,7 +56,11 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"system under fifo", `{"op":"system","call":"cancel","timer_id":"0x00"}`, "op system needs policy lane"},
 		{"lane key under fifo", `{"op":"config","lane_timer_cycles":5}`, "lane_timer_cycles: needs policy lane"},
 		{"config not first", "{\"op\":\"fund\",\"account\":" + a + ",\"amount\":\"1\"}\n{\"op\":\"config\"}", "line 2: config must be the first op"},
-		{"bad layout", `{"op":"config","ring_size":3}`, "line 1: config: timerlane: invalid config: ring_size 3"},
+		// FORMAT.md's bounds, in its words (a ring above 2^24 buckets is
+		// within them and runs: docs/SPEC.md §11).
+		{"bad layout", `{"op":"config","ring_size":3}`, "line 1: config: ring_size 3: must be a power of two, at least 2\n"},
+		{"epoch longer than the ring", `{"op":"config","ring_size":8,"epoch_length":9}`, "line 1: config: epoch_length 9: must be in [1, ring_size 8]\n"},
+		{"no epochs", `{"op":"config","epoch_count":0}`, "line 1: config: epoch_count 0: must be at least 1\n"},
 		{"rollback before any block", `{"op":"rollback","to":1}`, "line 1: rollback to 1: no block has been committed"},
 		{"rollback inside a block", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"rollback","to":1}`, "line 2: rollback inside open block 1"},
 		{"rollback forward", "{\"op\":\"block\",\"height\":1}\n{\"op\":\"end\"}\n" + `{"op":"rollback","to":2}`, "line 3: rollback to 2: above the current height 1"},
@@ -86,7 +90,7 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"label never bound in a handler script", `{"op":"handler","actor":` + a + `,"handler":"handle_timer","calls":[{"call":"cancel","timer":"nope"}]}` + "\n{\"op\":\"block\",\"height\":1}\n" + sched + "\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}",
 			`line 5: in block 2, the script of handler "handle_timer" of actor 0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa (line 1): calls[0]: label "nope" was never bound`},
 		{"both ids", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"x","timer_id":"0x00"}]}`, "give timer_id or timer, not both"},
-		{"lane cap above the lane", `{"op":"config","policy":"lane","max_cycles_per_fire_auction_phase":3000000}`, "line 1: config: timerlane: invalid config: max_cycles_per_fire_auction_phase 3000000: must be in [1, lane_timer_cycles 2000000]"},
+		{"lane cap above the lane", `{"op":"config","policy":"lane","max_cycles_per_fire_auction_phase":3000000}`, "line 1: config: max_cycles_per_fire_auction_phase 3000000: must be in [1, lane_timer_cycles 2000000]"},
 		{"update of the layout", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"ring_size":4}}`, "line 3: config.ring_size: update_config cannot change it"},
 		{"invalid update", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"fairness_window_blocks":0}}`, "line 3: update_config: timerlane: invalid config: fairness_window_blocks 0: must be >= 1"},
 		{"amount too large", `{"op":"config","policy":"lane"}` + "\n" + `{"op":"fund","account":` + a + `,"amount":"340282366920938463463374607431768211456"}`, "line 2:"},

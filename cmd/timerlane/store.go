@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,9 +95,11 @@ func dirFailure(err error) int {
 	return 1
 }
 
+const inspectUsage = "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots. It opens DIR\nread-only: nothing in it changes, and it works beside a running node\n(showing its last block written whole).\n"
+
 func inspectCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || isHelp(args[0]) {
-		return usageOf(args, 0, "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots. It opens DIR\nread-only: nothing in it changes, and it works beside a running node\n(showing its last block written whole).\n", stdout, stderr)
+	if code, ok := checkArgs("inspect", args, []string{"DIR"}, inspectUsage, stdout, stderr); !ok {
+		return code
 	}
 	e, err := openDir(args[0], false)
 	if err != nil {
@@ -104,6 +108,16 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer e.Close()
 	fmt.Fprintf(stdout, "height   %d\npending  %d\nroot     %s\nrecords  %d\n", e.Height(), e.Pending(), rootOf(e), e.Durable())
+	// One pending timer's id, the lowest, for a user to try prove on.
+	var first *[32]byte
+	for _, l := range e.Leaves() {
+		if l.Kind == "timer" && (first == nil || bytes.Compare(l.Key[:], first[:]) < 0) {
+			first = &l.Key
+		}
+	}
+	if first != nil {
+		fmt.Fprintf(stdout, "a timer  0x%x (timerlane prove DIR ID proves it pending)\n", *first)
+	}
 	names, err := os.ReadDir(args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
@@ -111,13 +125,20 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var files []string
 	for _, d := range names {
-		if strings.Contains(d.Name(), ".wal") || strings.Contains(d.Name(), ".snap") { // also .tmp, .corrupt
-			info, err := d.Info()
-			if err != nil {
-				continue
-			}
-			files = append(files, fmt.Sprintf("%-32s %12d bytes", d.Name(), info.Size()))
+		name, note := d.Name(), ""
+		switch {
+		case strings.HasSuffix(name, ".corrupt"):
+			note = "  (damaged, set aside by wal repair)"
+		case strings.HasSuffix(name, ".tmp"):
+			note = "  (left by a crash; the next writable open removes it)"
+		case !wal.IsLogFile(name) || name == "LOCK":
+			continue
 		}
+		info, err := d.Info()
+		if err != nil {
+			continue
+		}
+		files = append(files, fmt.Sprintf("%-33s %12d bytes%s", name, info.Size(), note))
 	}
 	sort.Strings(files)
 	fmt.Fprintln(stdout, "files")
@@ -127,9 +148,11 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+const verifyUsage = "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash, and\nreads every other snapshot and segment whole, reporting any damaged one\n(exit status 1). It opens DIR read-only, as inspect does.\n"
+
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || isHelp(args[0]) {
-		return usageOf(args, 0, "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash, and\nreads every other snapshot and segment whole, reporting any damaged one\n(exit status 1). It opens DIR read-only, as inspect does.\n", stdout, stderr)
+	if code, ok := checkArgs("verify", args, []string{"DIR"}, verifyUsage, stdout, stderr); !ok {
+		return code
 	}
 	e, err := openDir(args[0], true)
 	if err != nil {
@@ -173,11 +196,8 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 const proveUsage = "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n"
 
 func proveCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 2 && isHelp(args[1]) {
-		return usageOf(args, 1, proveUsage, stdout, stderr)
-	}
-	if len(args) != 2 || isHelp(args[0]) {
-		return usageOf(args, 0, proveUsage, stdout, stderr)
+	if code, ok := checkArgs("prove", args, []string{"DIR", "TIMER_ID"}, proveUsage, stdout, stderr); !ok {
+		return code
 	}
 	id, err := hex32(args[1])
 	if err != nil {
@@ -212,9 +232,11 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+const verifyProofUsage = "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not (also\nfor the scheduler leaf's key, which is no timer id; a fairness entry's key,\nwhich no timer id can equal either, cannot be told from one here: pass ids\nof scheduled timers).\n"
+
 func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 3 || len(args) > 4 || isHelp(args[0]) {
-		return usageOf(args, 0, "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not (also\nfor the scheduler leaf's key, which is no timer id; a fairness entry's key,\nwhich no timer id can equal either, cannot be told from one here: pass ids\nof scheduled timers).\n", stdout, stderr)
+	if code, ok := checkArgs("verify-proof", args, []string{"ROOT", "TIMER_ID", "PROOF", "[VALUE_HASH]"}, verifyProofUsage, stdout, stderr); !ok {
+		return code
 	}
 	root, err := hex32(args[0])
 	if err != nil {
@@ -266,15 +288,19 @@ func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 const walUsage = "usage: timerlane wal repair DIR\n\nMakes the log in DIR openable again and prints what it did. Damage among\nrecords the newest valid snapshot covers is cut out, keeping every later\nblock; a damaged segment header is rebuilt from its name and first record,\nand a segment whose name disagrees with its header and first record takes\nthe header's name (or goes, if it is a copy of the segment of that name);\ndamaged snapshots are set aside as NAME.corrupt; a torn tail is cut;\ndamaged segments older than the newest snapshot are dropped; NEWEST,\nwhich names the newest segment begun, is rebuilt from the segments there\nare when it is damaged or that segment is lost. Damage anywhere else\ntruncates the log at the first damaged record: the blocks after it are\nlost, so run it only when that is what you want. A directory that would\nbe left with no state to recover, or with only the empty one (damage in\nthe first block of a log without a snapshot), is not touched.\n"
 
 func walCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && isHelp(args[0]) {
-		return usageOf(args, 0, walUsage, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] != "repair" {
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		fmt.Fprint(stdout, walUsage)
+		return 0
+	case len(args) == 0:
+		fmt.Fprintf(stderr, "timerlane wal: missing command (repair)\n\n%s", walUsage)
+		return 2
+	case args[0] != "repair":
 		fmt.Fprintf(stderr, "timerlane wal: unknown command %q\n\n%s", args[0], walUsage)
 		return 2
 	}
-	if len(args) != 2 || isHelp(args[1]) {
-		return usageOf(args, 1, walUsage, stdout, stderr)
+	if code, ok := checkArgs("wal repair", args[1:], []string{"DIR"}, walUsage, stdout, stderr); !ok {
+		return code
 	}
 	if err := logDir(args[1]); err != nil { // Repair would create it
 		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
@@ -329,23 +355,57 @@ func rootOf(e *engine.Engine) string {
 
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "help" }
 
-// usageOf prints a command's usage text: on stdout with exit status 0 when
-// args[i] asks for it (-h, --help, help), else on stderr with exit status
-// 2, the arguments being wrong.
-func usageOf(args []string, i int, text string, stdout, stderr io.Writer) int {
-	if i < len(args) && isHelp(args[i]) {
+// checkArgs checks the positional arguments of command cmd against names
+// (optional ones in brackets, last): -h, --help or help among them prints
+// the usage text on stdout and returns 0; too few or too many, or a flag
+// (these commands take none; "-" alone is an argument, standard input),
+// prints one line saying which, then the usage, on stderr and returns 2.
+// ok says the arguments are fine and the command goes on.
+func checkArgs(cmd string, args, names []string, text string, stdout, stderr io.Writer) (code int, ok bool) {
+	if slices.ContainsFunc(args, isHelp) {
 		fmt.Fprint(stdout, text)
-		return 0
+		return 0, false
 	}
-	fmt.Fprint(stderr, text)
-	return 2
+	need := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, "[") {
+			need++
+		}
+	}
+	var why string
+	for _, a := range args {
+		if len(a) > 1 && a[0] == '-' {
+			why = a + ": unknown flag (the command takes none)"
+			break
+		}
+	}
+	switch {
+	case why != "":
+	case len(args) < need:
+		why = "missing " + names[len(args)]
+	case len(args) > len(names):
+		why = fmt.Sprintf("unexpected argument %q", args[len(names)])
+	}
+	if why == "" {
+		return 0, true
+	}
+	fmt.Fprintf(stderr, "timerlane %s: %s\n\n%s", cmd, why, text)
+	return 2, false
 }
 
 func hexBytes(s string) ([]byte, error) {
 	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
 		return nil, errors.New("want 0x followed by hex digits")
 	}
-	return hex.DecodeString(s[2:])
+	b, err := hex.DecodeString(s[2:])
+	var ib hex.InvalidByteError
+	switch {
+	case errors.As(err, &ib):
+		return nil, fmt.Errorf("%#U is not a hex digit (at character %d)", rune(ib), 3+strings.IndexByte(s[2:], byte(ib)))
+	case errors.Is(err, hex.ErrLength):
+		return nil, fmt.Errorf("an odd number of hex digits (%d): each byte takes two", len(s)-2)
+	}
+	return b, err
 }
 
 func hex32(s string) ([32]byte, error) {

@@ -39,6 +39,7 @@ func TestStoreCommands(t *testing.T) {
 	code, out, _ := cli("inspect", dir)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "pending  1")
+	require.Contains(t, out, "a timer  "+id.String()+" ") // the one pending, for prove
 	code, out, _ = cli("verify", dir)
 	require.Equal(t, 0, code, out)
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"strings"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/epoch"
@@ -127,7 +128,9 @@ func (rn *runner) engine() (*engine.Engine, error) {
 	if rn.eng == nil {
 		e, err := engine.New(rn.cfg)
 		if err != nil {
-			return nil, rn.fail("config: %v", err)
+			// The trace's config, not the engine's: without the engine's
+			// "invalid config" prefix.
+			return nil, rn.fail("config: %s", strings.TrimPrefix(err.Error(), engine.ErrInvalidConfig.Error()+": "))
 		}
 		rn.eng = e
 		e.SetObserver(rn)
@@ -219,6 +222,16 @@ func (rn *runner) config(c *trace.Config) error {
 		}
 	}
 	rn.defaultLayout(c.Ints)
+	// FORMAT.md's bounds, in its words: the engine's own (a ring of at
+	// most 2^24 buckets, 2^20 epochs) are met by withinStorage's clamp.
+	switch l := &rn.cfg; {
+	case l.RingSize < 2 || l.RingSize&(l.RingSize-1) != 0:
+		return rn.fail("config: ring_size %d: must be a power of two, at least 2", l.RingSize)
+	case l.EpochLength < 1 || l.EpochLength > l.RingSize:
+		return rn.fail("config: epoch_length %d: must be in [1, ring_size %d]", l.EpochLength, l.RingSize)
+	case l.EpochCount < 1:
+		return rn.fail("config: epoch_count %d: must be at least 1", l.EpochCount)
+	}
 	rn.withinStorage(c.Ints)
 	_, err := rn.engine()
 	return err
