@@ -63,7 +63,7 @@ func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 		if err != nil {
 			return bad, err
 		}
-		ce, end := checkSegment(s, data, i == len(ls.segs)-1, lostPages)
+		ce, end := checkSegment(s, data, i == len(ls.segs)-1, lostPages, bound)
 		if ce != nil {
 			bad = append(bad, ce)
 		}
@@ -75,19 +75,20 @@ func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 // reasonGap starts the reason of a gap between segments that Check finds.
 const reasonGap = "gap"
 
-// checkSegment checks one segment file's bytes (see Check) and returns
+// checkSegment checks one segment file's bytes (see Check; bound is
+// NEWEST's, for headerTorn) and returns
 // its damage, if any, and else the height of its last record (its first
 // height - 1 if it has none).
-func checkSegment(s segment, data []byte, last, lostPages bool) (*CorruptError, uint64) {
+func checkSegment(s segment, data []byte, last, lostPages bool, bound uint64) (*CorruptError, uint64) {
 	corrupt := func(off int64, reason string) (*CorruptError, uint64) {
 		return &CorruptError{Segment: s.name, Offset: off, Reason: reason}, 0
 	}
 	first, _, ferr := decodeSegmentHeader(data)
 	if ferr != nil {
-		if last && headerTorn(data) {
+		if last && headerTorn(data, s.first, bound) {
 			return nil, 0
 		}
-		return corrupt(0, ferr.reason)
+		return corrupt(0, ferr.reason+whyNotTorn(data, s.first, bound))
 	}
 	if first != s.first {
 		return corrupt(0, headerSaysFirst(first))

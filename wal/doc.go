@@ -124,8 +124,9 @@
 //     garbage, whose length means nothing). Repair skips such frames too
 //     when it restarts a segment after damage. Open truncates the segment there (or
 //     removes it, if even its header is incomplete: shorter than a header
-//     and its magic as far as it goes, or zeros; the header is fsynced
-//     before any record, so a file of other bytes is damage), logs "wal: torn tail:
+//     and its magic as far as it goes, or zeros, in a segment NEWEST does
+//     not name yet; the header is fsynced before any record and before
+//     NEWEST names the segment, so anything else is damage), logs "wal: torn tail:
 //     cut SEGMENT at offset N (M bytes)" through Options.Logf and reports it
 //     in Recovery().Cut. Never below the snapshot recovery starts from:
 //     WriteSnapshot syncs the log before it writes, so no crash leaves the
@@ -241,8 +242,9 @@
 //
 // It is raised after a rotation has made the new segment durable, and by
 // Open to the newest segment it keeps; it is lowered, durably, before
-// Truncate or Repair removes the newest segment, and before Open removes
-// one whose header never became whole. An emptied log holds none, and a
+// Truncate or Repair removes the newest segment. A segment it names has a
+// durable header, so a torn-looking one there is damage, not a crash's
+// (Open removes a torn header only above it). An emptied log holds none, and a
 // log without it (written before it existed) has no bound until Open
 // writes it. Open and Check report a bound that no segment reaches;
 // Repair then rebuilds the file from the newest segment there is,

@@ -189,6 +189,7 @@ type Log struct {
 	bad      []snapshotFile // damaged snapshots found by Open
 	whole    []string       // snapshots read whole and found valid, by Open or since (written here)
 	readFrom uint64         // segments starting below this height were not read by Open
+	bound    uint64         // NEWEST as recovery read it: segments from there have whole headers
 	last     uint64         // last height of the log's state (snapshot or record); 0: empty
 
 	rec  Recovery

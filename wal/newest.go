@@ -13,9 +13,9 @@ import (
 
 // The NEWEST file bounds the log's newest segment from below: it holds
 // the first record of the newest segment the log has begun (raised after
-// a rotation has made the segment durable, and by Open), and it is
-// lowered before anything removes the newest segment (Truncate, Open's
-// removal of a segment whose header never became whole, Repair). So no
+// a rotation has made the segment and its header durable, and by Open),
+// and it is lowered before anything removes the newest segment (Truncate,
+// Repair; Open removes only a torn header above it). So no
 // segment at or past it means that files were lost, not written: the
 // newest segment deleted whole, which leaves a log that reads as whole
 // up to the segment before and would recover an older state in silence.
@@ -114,7 +114,7 @@ func checkNewest(segs []segment, bound uint64) error {
 	if bound == 0 || len(segs) > 0 && segs[len(segs)-1].first >= bound {
 		return nil
 	}
-	reason := fmt.Sprintf("the log's newest segment began at record %d, and no segment starts there or later: %s is missing, with the blocks it held", bound, segmentName(bound))
+	reason := fmt.Sprintf("the log's newest segment began at record %d, and no segment starts there or later: %s is missing (deleted, or renamed), with the blocks it held", bound, segmentName(bound))
 	if len(segs) > 0 {
 		reason += fmt.Sprintf(" (the newest left is %s)", segs[len(segs)-1].name)
 	}
@@ -139,18 +139,26 @@ func listBounded(fsys vfs.FS, dir string) (listing, uint64, error) {
 	return ls, min(before, after), nil
 }
 
-// rebuildNewest repairs NEWEST (damaged, or beyond every segment): it
-// takes the first record of the newest segment there is.
+// rebuildNewest repairs NEWEST, damaged ("rebuilt") or whole but beyond
+// every segment ("lowered", accepting the loss): it takes the first record
+// of the newest segment there is.
 func rebuildNewest(fsys vfs.FS, dir string, ce *CorruptError) (RepairAction, error) {
+	act := RepairAction{Corruption: ce, Action: "lowered", File: newestName}
+	if _, err := readNewest(fsys, dir); errors.Is(err, ErrCorrupt) {
+		act.Action = "rebuilt"
+	} else if err != nil {
+		return act, err
+	}
 	ls, err := list(fsys, dir)
 	if err != nil {
-		return RepairAction{}, err
+		return act, err
 	}
 	var first uint64
 	if len(ls.segs) > 0 {
 		first = ls.segs[len(ls.segs)-1].first
+		act.Into = ls.segs[len(ls.segs)-1].name
 	}
-	return RepairAction{Corruption: ce, Action: "rebuilt", File: newestName}, writeNewest(fsys, dir, first)
+	return act, writeNewest(fsys, dir, first)
 }
 
 // IsLogFile reports whether name is a file that a log keeps in its

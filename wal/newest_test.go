@@ -82,8 +82,8 @@ func TestNewestSegmentDeleted(t *testing.T) {
 				t.Fatalf("Check: %v, %v; want NEWEST's", bad, err)
 			}
 			acts, err := Repair(m, "/wal", Options{Logf: quiet})
-			if err != nil || len(acts) != 1 || acts[0].Action != "rebuilt" || acts[0].File != newestName {
-				t.Fatalf("Repair: %q, %v; want NEWEST rebuilt", acts, err)
+			if err != nil || len(acts) != 1 || acts[0].Action != "lowered" || acts[0].File != newestName {
+				t.Fatalf("Repair: %q, %v; want NEWEST lowered", acts, err)
 			}
 			if got := newestIn(t, m); got != prev {
 				t.Fatalf("NEWEST %d after the repair, want %d", got, prev)
@@ -137,7 +137,7 @@ func TestNewestFile(t *testing.T) {
 		}, "corrupt", "rebuilt"},
 		{"a leftover temporary file", func(t *testing.T, m *vfs.MemFS, _ []string) {
 			overwrite(t, m, "/wal/"+newestTmpName, encodeNewest(99))
-		}, "", ""},
+		}, "", "leftover"},
 		{"an older segment deleted (a gap, as before)", func(t *testing.T, m *vfs.MemFS, segs []string) {
 			if err := m.Remove("/wal/" + segs[1]); err != nil {
 				t.Fatal(err)
@@ -220,30 +220,56 @@ func TestNewestLoweredBeforeRemovals(t *testing.T) {
 			t.Fatalf("files left: %v", names)
 		}
 	})
-	t.Run("Open removes a newest segment whose header is torn", func(t *testing.T) {
-		m, _ := newestLog(t, 0)
-		l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 500})
-		appendRange(t, l, 41, 60) // into a fifth segment
-		l.Close()
-		segs := segmentsIn(t, m, "/wal")
-		last := segs[len(segs)-1]
-		first, _ := parseName(last, segSuffix)
-		// Its header torn, no record in it: what a crash in a rotation
-		// leaves, but with NEWEST already naming it.
-		overwrite(t, m, "/wal/"+last, appendSegmentHeader(nil, first, 0)[:20])
-		if err := writeNewest(m, "/wal", first); err != nil {
-			t.Fatal(err)
-		}
-		l, got := openCheck(t, m, "/wal", Options{})
-		if got.last != first-1 {
-			t.Fatalf("recovered %+v, want last %d", got, first-1)
-		}
-		c := m.Crash(vfs.CrashOptions{})
-		l.Close()
-		if _, got := openCheck(t, c, "/wal", Options{}); got.last != first-1 {
-			t.Fatalf("after a crash: recovered %+v, want last %d", got, first-1)
-		}
-	})
+	// A newest segment whose header is torn, with no record in it: a crash
+	// in its rotation leaves that before NEWEST is raised to it, and Open
+	// removes it; after, its header was durable, and it is damage, which
+	// only Repair removes, saying so (it had been cut as a torn tail, with
+	// the blocks of a segment cut short: session 39's wal audit).
+	for _, tc := range []struct {
+		name   string
+		raised bool
+	}{{"a newest segment's torn header, before NEWEST names it", false}, {"a torn header that NEWEST names", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newestLog(t, 0)
+			l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 500})
+			appendRange(t, l, 41, 60) // into a fifth segment
+			l.Close()
+			segs := segmentsIn(t, m, "/wal")
+			last := segs[len(segs)-1]
+			first, _ := parseName(last, segSuffix)
+			prev, _ := parseName(segs[len(segs)-2], segSuffix)
+			overwrite(t, m, "/wal/"+last, appendSegmentHeader(nil, first, 0)[:20])
+			if !tc.raised {
+				if err := writeNewest(m, "/wal", prev); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				_, err := Open(m, "/wal", Options{Logf: quiet})
+				if ce := asCorrupt(err); ce == nil || ce.Segment != last || !strings.Contains(ce.Reason, "not a crash's torn header") {
+					t.Fatalf("Open: %v; want %s damaged", err, last)
+				}
+				if bad, err := Check(m, "/wal", Options{}); err != nil || len(bad) != 1 || bad[0].Segment != last {
+					t.Fatalf("Check: %v, %v", bad, err)
+				}
+				acts, err := Repair(m, "/wal", Options{Logf: quiet})
+				if err != nil || len(acts) != 1 || acts[0].Action != "removed" || acts[0].File != last {
+					t.Fatalf("Repair: %q, %v; want %s removed", acts, err, last)
+				}
+			}
+			l, got := openCheck(t, m, "/wal", Options{})
+			if got.last != first-1 {
+				t.Fatalf("recovered %+v, want last %d", got, first-1)
+			}
+			c := m.Crash(vfs.CrashOptions{})
+			l.Close()
+			if _, got := openCheck(t, c, "/wal", Options{}); got.last != first-1 {
+				t.Fatalf("after a crash: recovered %+v, want last %d", got, first-1)
+			}
+			if got := newestIn(t, c); got != prev {
+				t.Fatalf("NEWEST %d, want %d", got, prev)
+			}
+		})
+	}
 	t.Run("Repair cuts the log before the newest segment", func(t *testing.T) {
 		m, segs := newestLog(t, 0)
 		flipBit(t, m, "/wal/"+segs[1], segHeaderSize+3, 1) // the second segment's first record

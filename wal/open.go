@@ -232,6 +232,7 @@ func (l *Log) recover() error {
 	if err := checkNewest(ls.segs, bound); err != nil {
 		return err
 	}
+	l.bound = bound
 	if len(ls.temps) > 0 && !opts.ReadOnly {
 		for _, name := range ls.temps {
 			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !vfs.IsNotExist(err) {
@@ -533,11 +534,7 @@ func (l *Log) checkSnapshot(s snapshotFile) error {
 // scanSegs scans ls.segs[start:] (see scan), recording and logging a torn
 // tail it cuts, and dropping a segment it removes from ls.
 func (l *Log) scanSegs(ls *listing, start int, snapHeight uint64, genesis bool) (scanned, error) {
-	var before uint64 // the first record of the segment before those scanned
-	if start > 0 {
-		before = ls.segs[start-1].first
-	}
-	sc, err := l.scan(ls.segs[start:], before, snapHeight, genesis)
+	sc, err := l.scan(ls.segs[start:], snapHeight, genesis)
 	if c := sc.cut; c != nil {
 		if l.rec.Cut == nil || *l.rec.Cut != *c { // a second scan finds it again, read-only
 			l.opts.Logf("wal: torn tail: %s", c)
@@ -562,10 +559,9 @@ func describeBase(base *snapshotFile) string {
 const reasonNoStart = "the log's first segment does not start the log, and there is no snapshot"
 
 // scan checks segs (the segments recovery needs, in order) and cuts a torn
-// tail from the last. before is the first record of the segment before
-// segs[0] (0: none); snapHeight is the recovered snapshot's height (0 if
+// tail from the last. snapHeight is the recovered snapshot's height (0 if
 // none); genesis says the first segment must be the log's first.
-func (l *Log) scan(segs []segment, before, snapHeight uint64, genesis bool) (scanned, error) {
+func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, error) {
 	var sc scanned
 	if len(segs) > 0 {
 		sc.from = segs[0].first
@@ -590,17 +586,10 @@ func (l *Log) scan(segs []segment, before, snapHeight uint64, genesis bool) (sca
 			if isLast && seg.first > 0 && belowSnap(seg.first-1) {
 				return sc, corrupt(0, fmt.Sprintf("%s; the segment would start at record %d, at or below the snapshot of record %d, whose records were synced before it was written", ferr.reason, seg.first, snapHeight))
 			}
-			if isLast && headerTorn(data) {
+			if isLast && headerTorn(data, seg.first, l.bound) {
 				// A segment whose header never became whole (a crash while
 				// rotating): it holds no record.
 				if !l.opts.ReadOnly {
-					prev := before
-					if i > 0 {
-						prev = segs[i-1].first
-					}
-					if err := lowerNewest(l.fs, l.dir, prev); err != nil {
-						return sc, err
-					}
 					if err := l.fs.Remove(path); err != nil {
 						return sc, err
 					}
@@ -611,7 +600,7 @@ func (l *Log) scan(segs []segment, before, snapHeight uint64, genesis bool) (sca
 				sc.cut = &Cut{Segment: seg.name, Offset: 0, Bytes: int64(len(data)), Removed: true, Left: l.opts.ReadOnly}
 				break
 			}
-			return sc, corrupt(0, ferr.reason)
+			return sc, corrupt(0, ferr.reason+whyNotTorn(data, seg.first, l.bound))
 		}
 		if first != seg.first {
 			return sc, corrupt(0, headerSaysFirst(first))
@@ -698,19 +687,33 @@ func tornAt(data []byte, off int64, height uint64, lostPages bool) bool {
 	return false
 }
 
-// headerTorn reports whether a segment whose header is not whole is one
-// that a crash in its rotation left: the header is written and fsynced
+// headerTorn reports whether segment first, whose header is not whole, is
+// one that a crash in its rotation left: the header is written and fsynced
 // before any record, so such a file holds a prefix of a header (shorter
-// than one, its magic as far as it goes) or, its page lost, zeros. A
-// longer file, or other bytes, is damage (until session 39 any bytes with
-// no whole record in them passed for a torn header, and a file of random
-// bytes was removed as one).
-func headerTorn(data []byte) bool {
+// than one, its magic as far as it goes) or, its page lost, zeros; and
+// NEWEST (bound) is raised to a segment only after that fsync, so one at
+// or below the bound is damage whatever it holds. A longer file, or other
+// bytes, is damage too (until session 39 any bytes with no whole record
+// in them passed for a torn header: a file of random bytes, or the newest
+// segment cut short with its blocks, was removed as a torn tail).
+func headerTorn(data []byte, first, bound uint64) bool {
+	if first <= bound {
+		return false
+	}
 	if allZero(data) {
 		return true
 	}
 	n := min(len(data), len(segMagic))
 	return len(data) < segHeaderSize && string(data[:n]) == segMagic[:n]
+}
+
+// whyNotTorn adds to a damaged header's reason why it is not taken for a
+// torn one, where NEWEST is the reason.
+func whyNotTorn(data []byte, first, bound uint64) string {
+	if first <= bound && headerTorn(data, first, 0) {
+		return fmt.Sprintf(" (not a crash's torn header: NEWEST says the header of the segment of record %d was made durable)", first)
+	}
+	return ""
 }
 
 func allZero(b []byte) bool {

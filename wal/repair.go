@@ -21,8 +21,10 @@ type RepairAction struct {
 	// that no longer joins the log), "set aside" (a damaged snapshot the
 	// log does not cover, renamed to NAME.corrupt so that recovery falls
 	// back to an older state), "rebuilt" (a segment whose damaged header
-	// was written anew, its records kept; or NEWEST, damaged or naming a
-	// lost segment, written anew from the newest segment there is),
+	// was written anew, its records kept; or NEWEST, damaged, written anew
+	// from the newest segment there is), "lowered" (NEWEST, naming a
+	// segment that is lost, made to name the newest there is, Into, or
+	// removed), "leftover" (a temporary file a crash left, removed),
 	// "rewritten" (see Into), "renamed" (a segment whose name
 	// disagreed with its whole header and first record, given the
 	// header's name, Into) or "torn tail" (the torn tail that any
@@ -46,6 +48,13 @@ func (a RepairAction) String() string {
 		return fmt.Sprintf("removed %s (%d bytes) because %v", a.File, a.Removed, a.Corruption)
 	case "rewritten":
 		return fmt.Sprintf("rewrote %s from offset %d as %s, dropping %d bytes of records the newest valid snapshot covers, because %v", a.File, a.Offset, a.Into, a.Removed, a.Corruption)
+	case "lowered":
+		if a.Into == "" {
+			return fmt.Sprintf("removed %s: no segment is left, and the blocks of the missing one are lost, because %v", a.File, a.Corruption)
+		}
+		return fmt.Sprintf("lowered %s to %s, the newest segment there is: the blocks of the missing one are lost, because %v", a.File, a.Into, a.Corruption)
+	case "leftover":
+		return fmt.Sprintf("removed %s, a temporary file that a crash left", a.File)
 	case "rebuilt":
 		if a.File == newestName {
 			return fmt.Sprintf("rebuilt %s from the newest segment there is, because %v", a.File, a.Corruption)
@@ -118,6 +127,9 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 		err := l.recover()
 		if l.cur != nil {
 			l.cur.Close()
+		}
+		for _, name := range l.rec.RemovedTemp {
+			actions = append(actions, RepairAction{Action: "leftover", File: name})
 		}
 		if c := l.rec.Cut; c != nil {
 			a := RepairAction{Action: "torn tail", File: c.Segment, Offset: c.Offset, Removed: c.Bytes}

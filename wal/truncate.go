@@ -254,7 +254,7 @@ func (l *Log) verifySegment(seg segment) error {
 	if err != nil {
 		return err
 	}
-	if ce, _ := checkSegment(seg, data, false, false); ce != nil {
+	if ce, _ := checkSegment(seg, data, false, false, 0); ce != nil {
 		return ce
 	}
 	return nil

@@ -368,10 +368,22 @@ func TestTornTailIsCut(t *testing.T) {
 	if len(bounds) < 2 {
 		t.Fatalf("last segment holds %d records", len(bounds))
 	}
+	prev, _ := parseName(filepath.Base(segmentFile(t, m, "/wal", -2)), segSuffix)
 	for cut := int64(0); cut < int64(len(data)); cut++ {
 		c := m.Clone()
 		if err := c.Truncate(last, cut); err != nil {
 			t.Fatal(err)
+		}
+		if cut < segHeaderSize {
+			// NEWEST names the segment: its header was durable, and a cut
+			// in it is damage. A crash in the rotation leaves such a
+			// header before NEWEST names the segment: then it is torn.
+			if _, err := Open(c.Clone(), "/wal", Options{Logf: quiet}); asCorrupt(err) == nil {
+				t.Fatalf("cut at %d (in the header NEWEST names): %v, want damage", cut, err)
+			}
+			if err := writeNewest(c, "/wal", prev); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var logged []string
 		l, got := openCheck(t, c, "/wal", Options{Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})

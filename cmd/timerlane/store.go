@@ -322,7 +322,7 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 	// Say where the log now ends: a cut loses every block after it.
 	lost := ""
 	for _, a := range actions {
-		if a.Action == "truncated" || a.Action == "removed" || a.Action == "set aside" || a.Action == "rebuilt" && a.File == "NEWEST" {
+		if a.Action == "truncated" || a.Action == "removed" || a.Action == "set aside" || a.Action == "lowered" {
 			lost = ": any block it held above that is gone"
 		}
 	}
