@@ -29,16 +29,22 @@ func Example() {
 		panic(err)
 	}
 	actor := engine.Address{0xaa}
-	for h := uint64(1); h <= 30; h++ {
-		e.BeginBlock(h)
+	for h := e.Height() + 1; h <= 30; h++ {
+		if err := e.BeginBlock(h); err != nil {
+			panic(err)
+		}
 		if h == 1 { // a user transaction schedules two timers
 			tx, _ := e.Begin(actor, 1)
-			tx.Schedule(5, []byte("hello"))
+			tx.Schedule(5, []byte("hello")) // a *engine.CallError if refused
 			tx.Schedule(10, beat)
 			tx.Commit()
 		}
-		e.EndBlock(node{}) // delivers the timers due at h
-		e.Commit()
+		if _, err := e.EndBlock(node{}); err != nil { // delivers the timers due at h
+			panic(err)
+		}
+		if err := e.Commit(); err != nil {
+			panic(err)
+		}
 	}
 	fmt.Println("pending:", e.Pending())
 	// Output:
