@@ -15,13 +15,14 @@ import (
 // the first record of the newest segment the log has begun (raised after
 // a rotation has made the segment and its header durable, and by Open),
 // and it is lowered before anything removes the newest segment (Truncate,
-// Repair; Open removes only a torn header above it). So no
-// segment at or past it means that files were lost, not written: the
-// newest segment deleted whole, which leaves a log that reads as whole
-// up to the segment before and would recover an older state in silence.
-// Open reports it as corruption; Repair rebuilds the file from the
-// segments there are. A log without the file (one written before it
-// existed, or whose file was deleted) has no bound until Open writes it.
+// Repair; Open removes only a torn header above it). So no segment at or
+// past it means that files were lost, not written: the newest segment
+// deleted whole, which leaves a log that reads as whole up to the segment
+// before and would recover an older state in silence. Open reports it as
+// corruption; Repair lowers the bound to the newest segment there is
+// (and rebuilds a damaged file so). A log without the file (one written
+// before it existed, or whose file was deleted) has no bound until Open
+// writes it.
 const (
 	newestName    = "NEWEST"
 	newestTmpName = "NEWEST.tmp"
