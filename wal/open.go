@@ -96,7 +96,7 @@ func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
 	}
 	lock, err := fsys.Lock(filepath.Join(dir, lockName))
 	if errors.Is(err, vfs.ErrLocked) {
-		return nil, fmt.Errorf("%w: %s is open in another process, or in another Log of this one (%v)", ErrLocked, dir, err)
+		return nil, fmt.Errorf("%w: %s is open in another process, or elsewhere in this one (its lock file, %s, is held)", ErrLocked, dir, filepath.Join(dir, lockName))
 	}
 	return lock, err
 }
