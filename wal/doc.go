@@ -78,9 +78,9 @@
 // naming NEWEST, if no segment starts at or past the record it holds, the
 // newest segment deleted whole), removes leftover temporary files
 // (snapshots, a segment a repair was rewriting, NEWEST's, cut short by a
-// crash), and
-// verifies snapshots from the newest down (every chunk checksum, the
-// payload's checksum and length): the first valid one is the base. It
+// crash), and verifies snapshots from the newest down (every chunk
+// checksum, the payload's checksum and length): the first valid one is
+// the base. It
 // then reads only the segments from the one holding the block after the
 // snapshot to the last, checking every record's checksum and that heights
 // run on without a gap from segment to segment. Recovery therefore reads
@@ -122,13 +122,13 @@
 //     alone is damaged (the bytes up to the frame checksum as the broken
 //     record) or the header is not that record's (a wrong kind or height:
 //     garbage, whose length means nothing). Repair skips such frames too
-//     when it restarts a segment after damage. Open truncates the segment there (or
-//     removes it, if even its header is incomplete: shorter than a header
-//     and its magic as far as it goes, or zeros, in a segment NEWEST does
-//     not name yet; the header is fsynced before any record and before
-//     NEWEST names the segment, so anything else is damage), logs "wal: torn tail:
-//     cut SEGMENT at offset N (M bytes)" through Options.Logf and reports it
-//     in Recovery().Cut. Never below the snapshot recovery starts from:
+//     when it restarts a segment after damage. Open truncates the segment
+//     there (or removes it, if even its header is incomplete: shorter than
+//     a header and its magic as far as it goes, or zeros, in a segment
+//     NEWEST does not name yet; the header is fsynced before any record
+//     and before NEWEST names the segment, so anything else is damage),
+//     logs "wal: torn tail: cut SEGMENT at offset N (M bytes)" through
+//     Options.Logf and reports it in Recovery().Cut. Never below the snapshot recovery starts from:
 //     WriteSnapshot syncs the log before it writes, so no crash leaves the
 //     records up to a snapshot's height unsynced, and a last segment
 //     broken below it is corruption (a truncated copy, a lost page of
