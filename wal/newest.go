@@ -70,25 +70,7 @@ func writeNewest(fsys vfs.FS, dir string, first uint64) error {
 		}
 		return vfs.SyncDir(fsys, dir)
 	}
-	tmp := filepath.Join(dir, newestTmpName)
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(encodeNewest(first))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, newestName))
-	}
-	if err == nil {
-		err = vfs.SyncDir(fsys, dir)
-	}
-	return err
+	return vfs.ReplaceFile(fsys, dir, filepath.Join(dir, newestName), filepath.Join(dir, newestTmpName), encodeNewest(first))
 }
 
 // lowerNewest makes the bound at most first, before a removal that leaves

@@ -378,25 +378,8 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 // syncs the directory: a crash leaves the old file or the new one, and at
 // worst the temporary file, which Open removes.
 func writeSegment(fsys vfs.FS, dir, name string, first, flags uint64, records []byte) error {
-	tmp := filepath.Join(dir, name+segTmpSuffix)
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(appendSegmentHeader(nil, first, flags), records...))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		err = vfs.SyncDir(fsys, dir)
-	}
-	return err
+	path := filepath.Join(dir, name)
+	return vfs.ReplaceFile(fsys, dir, path, path+segTmpSuffix, append(appendSegmentHeader(nil, first, flags), records...))
 }
 
 // rebuildHeader repairs a segment whose header is damaged but whose

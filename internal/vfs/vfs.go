@@ -89,6 +89,31 @@ func SyncDir(fsys FS, dir string) error {
 	return d.Close()
 }
 
+// ReplaceFile makes data the contents of name, durably and whole: it
+// writes them to tmp, syncs it, renames it to name (replacing any file of
+// that name) and syncs the directory, dir. A crash leaves the old file or
+// the new one, and at worst tmp.
+func ReplaceFile(fsys FS, dir, name, tmp string, data []byte) error {
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, name)
+	}
+	if err == nil {
+		err = SyncDir(fsys, dir)
+	}
+	return err
+}
+
 // ReadFile returns the whole contents of a file.
 func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)

@@ -297,3 +297,35 @@ func TestLock(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestReplaceFile: the new contents survive a crash whole, in place of
+// the old, on both file systems; the temporary file is gone.
+func TestReplaceFile(t *testing.T) {
+	for name, fsys := range map[string]FS{"mem": NewMem(), "os": OS} {
+		t.Run(name, func(t *testing.T) {
+			dir := "/d"
+			if name == "os" {
+				dir = t.TempDir()
+			} else {
+				must(t, fsys.MkdirAll(dir))
+				must(t, SyncDir(fsys, "/")) // the directory's own entry survives
+			}
+			path, tmp := filepath.Join(dir, "f"), filepath.Join(dir, "f.tmp")
+			for _, data := range []string{"old", "new contents"} {
+				if err := ReplaceFile(fsys, dir, path, tmp, []byte(data)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if m, ok := fsys.(*MemFS); ok {
+				fsys = m.Crash(CrashOptions{})
+			}
+			got, err := ReadFile(fsys, path)
+			if err != nil || string(got) != "new contents" {
+				t.Fatalf("read %q, %v", got, err)
+			}
+			if _, err := fsys.Stat(tmp); !IsNotExist(err) {
+				t.Fatalf("the temporary file: %v", err)
+			}
+		})
+	}
+}
