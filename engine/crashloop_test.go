@@ -8,17 +8,16 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/internal/killtest"
 	"github.com/timerlane/timerlane/wal"
 )
 
@@ -83,42 +82,7 @@ func TestCrashLoop(t *testing.T) {
 		roots[h], last, floor = root, h, h
 	}
 	for k := 0; k < kills; k++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashLoopChild$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		deadline := time.After(time.Duration(20+r.IntN(180)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
-				}
-				note(l)
-			case <-deadline:
-				break read
-			}
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		// Every line printed before the kill, read to the pipe's end before
-		// Wait, which closes the pipe once the child is gone: waiting first
-		// lost lines still in it (a loaded CI run of session 38 missed 43
-		// committed blocks and failed).
-		for l := range lines {
-			note(l)
-		}
-		cmd.Wait()
+		killtest.RunAndKill(t, "^TestCrashLoopChild$", crashChildEnv+"="+dir, time.Duration(20+r.IntN(180))*time.Millisecond, note)
 		e, err := engine.Open(dir, crashConfig())
 		require.NoError(t, err, "kill %d", k)
 		h := e.Height()

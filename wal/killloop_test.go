@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/timerlane/timerlane/internal/killtest"
 )
 
 var killLoopKills = flag.Int("killloop.kills", 0, "SIGKILLs of TestKillLoop (0: 20, or 5 with -short)")
@@ -43,24 +43,6 @@ func TestKillLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	var floor, truncations uint64 // the lowest record a recovery may give
 	for k := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKillLoopChild$")
-		cmd.Env = append(os.Environ(), killChildEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
 		note := func(l string) {
 			kind, h, ok := strings.Cut(l, " ")
 			n, err := strconv.ParseUint(h, 10, 64)
@@ -77,26 +59,7 @@ func TestKillLoop(t *testing.T) {
 				truncations++
 			}
 		}
-		deadline := time.After(time.Duration(10+r.IntN(150)) * time.Millisecond)
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
-				}
-				note(l)
-			case <-deadline:
-				break read
-			}
-		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		for l := range lines { // to the pipe's end before Wait closes it
-			note(l)
-		}
-		cmd.Wait()
+		killtest.RunAndKill(t, "^TestKillLoopChild$", killChildEnv+"="+dir, time.Duration(10+r.IntN(150))*time.Millisecond, note)
 		l, err := Open(OS, dir, Options{Logf: quiet})
 		if err != nil {
 			t.Fatalf("kill %d: Open: %v", k, err)
