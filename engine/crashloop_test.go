@@ -43,13 +43,7 @@ func TestCrashLoop(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("the child side runs in TestCrashLoopChild")
 	}
-	kills := *crashKills
-	if kills == 0 {
-		kills = 20
-		if testing.Short() {
-			kills = 5
-		}
-	}
+	kills := killtest.Kills(*crashKills)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	roots := map[uint64]string{} // printed by a child: committed and durable

@@ -36,13 +36,8 @@ func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 		return err
 	}
 	ls, bound, err := listBounded(fsys, dir)
-	if err = add(err); err != nil {
+	if err := add(err); err != nil { // a damaged NEWEST is added, the listing kept
 		return nil, err
-	}
-	if len(bad) > 0 { // NEWEST is damaged: the listing is still to read
-		if ls, err = list(fsys, dir); err != nil {
-			return bad, err
-		}
 	}
 	if err := add(checkNewest(ls.segs, bound)); err != nil {
 		return bad, err

@@ -32,13 +32,7 @@ func TestKillLoop(t *testing.T) {
 	if os.Getenv(killChildEnv) != "" {
 		t.Skip("the child side runs in TestKillLoopChild")
 	}
-	kills := *killLoopKills
-	if kills == 0 {
-		kills = 20
-		if testing.Short() {
-			kills = 5
-		}
-	}
+	kills := killtest.Kills(*killLoopKills)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	var floor, truncations uint64 // the lowest record a recovery may give

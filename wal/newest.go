@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -105,18 +106,16 @@ func checkNewest(segs []segment, bound uint64) error {
 }
 
 // listBounded is list, with the NEWEST bound read around it (see
-// checkNewest).
+// checkNewest). A damaged NEWEST is its error, with the listing still
+// made, for Check to go on with.
 func listBounded(fsys vfs.FS, dir string) (listing, uint64, error) {
-	before, err := readNewest(fsys, dir)
-	if err != nil {
-		return listing{}, 0, err
-	}
+	before, berr := readNewest(fsys, dir)
 	ls, err := list(fsys, dir)
 	if err != nil {
 		return ls, 0, err
 	}
-	after, err := readNewest(fsys, dir)
-	if err != nil {
+	after, aerr := readNewest(fsys, dir)
+	if err := cmp.Or(berr, aerr); err != nil {
 		return ls, 0, err
 	}
 	return ls, min(before, after), nil

@@ -468,11 +468,10 @@ func renameOneMisnamed(fsys vfs.FS, dir string) (*RepairAction, error) {
 			// into is another file's: if that one is misnamed too, it
 			// makes way, unless no name past the last segment is free.
 			oFirst, oData, err := misnamed(fsys, filepath.Join(dir, into), first)
-			free := ls.segs[len(ls.segs)-1].first + 1
 			if err != nil {
 				return nil, err
 			}
-			if oData != nil && free != 0 {
+			if free := ls.segs[len(ls.segs)-1].first + 1; oData != nil && free != 0 {
 				oce := &CorruptError{Segment: into, Reason: fmt.Sprintf("%s; moved aside for %s, whose header names this file", headerSaysFirst(oFirst), s.name)}
 				aside = &RepairAction{Corruption: oce, Action: "renamed", File: into, Into: segmentName(free)}
 			}

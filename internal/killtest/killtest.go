@@ -13,6 +13,18 @@ import (
 	"time"
 )
 
+// Kills is the number of kills a loop runs: n, its flag's value, if set;
+// else 20, or 5 with -short.
+func Kills(n int) int {
+	switch {
+	case n > 0:
+		return n
+	case testing.Short():
+		return 5
+	}
+	return 20
+}
+
 // RunAndKill runs the test named child (a pattern for -test.run) of the
 // current test binary with env added to its environment, passes note each
 // line it prints on stdout, kills it with SIGKILL after d, then passes
