@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -162,7 +164,7 @@ func TestHelpIsConsistent(t *testing.T) {
 		{"demo", "-h"}, {"demo", "--help"}, {"demo", "help"}, {"demo", "--quiet", "--help"},
 		{"prove", "DIR", "--help"}, {"prove", "DIR", "ID", "-h"}, {"inspect", "DIR", "--help"},
 		{"replay", "trace.jsonl", "-h"}, {"verify-proof", "--help"}, {"wal", "repair", "--help"}, {"wal", "-h"},
-		{"help", "demo"}, {"help", "inspect"}, {"help", "wal", "repair"},
+		{"help", "demo"}, {"help", "inspect"}, {"help", "wal", "repair"}, {"version", "-h"}, {"help", "version"},
 	} {
 		code, stdout, stderr := cli(args...)
 		require.Equal(t, 0, code, "%q: %s", args, stderr)
@@ -337,4 +339,40 @@ func TestInspectListsLeftovers(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "00000000000000000001.wal.tmp")
 	require.Contains(t, out, "00000000000000000001.snap.tmp")
+}
+
+// TestBuildLine: version's line from the toolchain's build information.
+func TestBuildLine(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "-compiler", Value: "gc"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"a clone, clean", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261207071455-d1f3a8cf28f9"}, Settings: vcs("d1f3a8cf28f996e8872781aca69224d534e3e88e", "false")},
+			"timerlane v0.0.0-20261207071455-d1f3a8cf28f9 go1.26.8 (commit d1f3a8cf28f996e8872781aca69224d534e3e88e)"},
+		{"a clone with changes", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261207071455-d1f3a8cf28f9+dirty"}, Settings: vcs("d1f3a8cf28f996e8872781aca69224d534e3e88e", "true")},
+			"timerlane v0.0.0-20261207071455-d1f3a8cf28f9+dirty go1.26.8 (commit d1f3a8cf28f996e8872781aca69224d534e3e88e, modified)"},
+		{"go install of a tag", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}},
+			"timerlane v1.2.3 go1.26.8"},
+		{"no vcs stamp", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
+			"timerlane (devel) go1.26.8"},
+		{"an empty version", &debug.BuildInfo{GoVersion: "go1.26.8"}, "timerlane (devel) go1.26.8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, buildLine(tc.bi, true))
+		})
+	}
+	require.Equal(t, "timerlane (unknown build) "+runtime.Version(), buildLine(nil, false))
+
+	code, out, errs := cli("version")
+	require.Equal(t, 0, code, errs)
+	require.True(t, strings.HasPrefix(out, "timerlane "), out)
+	require.Contains(t, out, runtime.Version())
+	require.Equal(t, 1, strings.Count(out, "\n"), out)
+	code, _, errs = cli("version", "extra")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, `timerlane version: unexpected argument "extra"`)
 }

@@ -11,6 +11,8 @@ import (
 	"io"
 	"log"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 
 	"github.com/timerlane/timerlane/internal/replay"
@@ -31,6 +33,7 @@ Usage:
                               check such a proof with nothing else
   timerlane wal repair DIR    make DIR's log openable again: cut out or truncate
                               at damage, set damaged snapshots aside
+  timerlane version           the build: module version, commit, Go version
   timerlane help [COMMAND]    print this text, or COMMAND's
 
 Exit status: 0 on success; 2 on a bad trace, bad flags, a bad config or a
@@ -67,7 +70,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 }
 
 // commands are the commands run knows, for help COMMAND.
-var commands = []string{"replay", "demo", "inspect", "verify", "prove", "verify-proof", "wal"}
+var commands = []string{"replay", "demo", "inspect", "verify", "prove", "verify-proof", "wal", "version"}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -89,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return verifyProofCmd(args[1:], stdout, stderr)
 	case "wal":
 		return walCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		if len(args) == 1 || isHelp(args[1]) {
 			fmt.Fprint(stdout, usage)
@@ -102,6 +107,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "timerlane: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+const versionUsage = "usage: timerlane version\n\nPrints the build: the module's version, the Go version that built it and\nthe commit it was built from (\"modified\" when the clone had changes),\nas the Go toolchain stamped them. A bug report wants this line.\n"
+
+func versionCmd(args []string, stdout, stderr io.Writer) int {
+	if code, ok := checkArgs("version", args, nil, versionUsage, stdout, stderr); !ok {
+		return code
+	}
+	fmt.Fprintln(stdout, buildLine(debug.ReadBuildInfo()))
+	return 0
+}
+
+// buildLine is version's line from the build information the Go
+// toolchain stamps into the binary (ok false: none, as under go run of
+// some builds).
+func buildLine(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "timerlane (unknown build) " + runtime.Version()
+	}
+	version, commit, dirty := bi.Main.Version, "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if version == "" {
+		version = "(devel)"
+	}
+	line := "timerlane " + version + " " + bi.GoVersion
+	if commit != "" {
+		line += " (commit " + commit
+		if dirty {
+			line += ", modified"
+		}
+		line += ")"
+	}
+	return line
 }
 
 const replayUsage = "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n"
