@@ -375,7 +375,7 @@ func TestIndexBytes(t *testing.T) {
 			worst = max(worst, perID)
 		}
 	}
-	require.Equal(t, x.slots.Bytes()+len(x.segs)*16+len(x.dir)*16, x.bytes())
+	require.Equal(t, x.slots.Bytes()+len(x.segs)*int(unsafe.Sizeof(segMeta{}))+len(x.dir)*int(unsafe.Sizeof(dirEntry{})), x.bytes())
 	require.LessOrEqual(t, worst, 32.0*1.05, "segment bytes per id at worst")
 }
 

@@ -6,6 +6,7 @@ package killtest
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -40,6 +41,10 @@ func RunAndKill(t testing.TB, child, env string, d time.Duration, note func(line
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
+		if errors.Is(err, syscall.ENOEXEC) {
+			// go test -exec qemu-…: the binary runs only under its emulator.
+			t.Skipf("the test binary cannot start itself as a child (%v): built for another architecture?", err)
+		}
 		t.Fatal(err)
 	}
 	lines := make(chan string, 1024)
