@@ -1,8 +1,8 @@
 // Command timerlane runs the timerlane engine: `replay` drives it from a
 // conformance trace, `demo` runs a million-timer scenario and prints what
 // it measured, inspect, verify, prove and wal repair work on the directory
-// of an engine that persists (demo --dir), and verify-proof checks a proof
-// that prove printed.
+// of an engine that persists (demo --dir), verify-proof checks a proof
+// that prove printed, and version names the build.
 package main
 
 import (
