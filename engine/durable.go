@@ -101,8 +101,13 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	// Recovery replays at least the blocks a rollback may undo, so that
 	// the rollback history survives a restart: twice R, because a rollback
 	// of up to R blocks followed by a restart must still find R records
-	// before the new last one.
-	opts.KeepRecords = max(opts.KeepRecords, 2*min(cfg.RollbackDepth, math.MaxUint64/2))
+	// before the new last one. A read-only engine never rolls back: it
+	// starts from the newest snapshot, which a writer beside it keeps
+	// longest (it started from the oldest kept, the next one the writer
+	// removes, and failed beside a writer that snapshots often).
+	if !opts.ReadOnly {
+		opts.KeepRecords = max(opts.KeepRecords, 2*min(cfg.RollbackDepth, math.MaxUint64/2))
+	}
 	log, err := wal.Open(fsys, dir, opts)
 	if err != nil {
 		return nil, err

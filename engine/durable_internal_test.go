@@ -691,3 +691,45 @@ func oneTimerBlock(t *testing.T, e *Engine, h, at uint64) error {
 	require.NoError(t, err)
 	return e.Commit()
 }
+
+// TestReadOnlyStartsFromTheNewestSnapshot: a read-only engine never rolls
+// back, so it recovers from the newest snapshot, the one a writer beside it
+// keeps longest; it started from the oldest kept for rollbacks, which the
+// writer removes next, and failed beside a writer that snapshots often
+// ("no such file", found by an operations audit). Here every older
+// snapshot is gone by the time the reader opens it.
+func TestReadOnlyStartsFromTheNewestSnapshot(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
+	cfg.SnapshotEvery, cfg.RollbackDepth = 2, 4 // the writer keeps 8 records replayable
+	d, err := openFS(fs, "db", cfg, quietLog)
+	require.NoError(t, err)
+	require.NoError(t, d.Ledger().Credit(Address{1}, Amount{Lo: 1 << 50}))
+	p := &program{r: rand.New(rand.NewPCG(7, 8)), policy: PolicyLane}
+	for h := uint64(1); h <= 30; h++ {
+		p.block(t, d, h)
+	}
+	require.NoError(t, d.WaitSnapshot())
+	var snaps []string
+	names, err := fs.List("db")
+	require.NoError(t, err)
+	for _, n := range names {
+		if strings.HasSuffix(n, ".snap") {
+			snaps = append(snaps, n)
+		}
+	}
+	require.Greater(t, len(snaps), 1, "older snapshots kept for rollbacks")
+	newest := snaps[len(snaps)-1]
+	gone := errorfs.Wrap(fs, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpOpen && strings.HasSuffix(op.Path, ".snap") && !strings.HasSuffix(op.Path, newest) {
+			return errorfs.Fault{Err: os.ErrNotExist} // removed by the writer since the listing
+		}
+		return errorfs.Fault{}
+	}))
+	ro, err := openFS(gone, "db", cfg, wal.Options{ReadOnly: true, Logf: quietLog.Logf})
+	require.NoError(t, err)
+	require.Equal(t, d.Root(), ro.Root())
+	require.Equal(t, d.Height(), ro.Height())
+	require.NoError(t, ro.Close())
+	require.NoError(t, d.Close())
+}

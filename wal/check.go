@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -22,7 +23,9 @@ import (
 // a Repair that rewrote one); and the file NEWEST, whole, with a segment
 // at or past the record it names (the newest segment deleted whole). A
 // torn tail of the last segment is not damage: Open cuts it (and reports
-// it).
+// it). A file removed between the listing and its reading (by a writer
+// beside Check, which removes the older files as it writes newer ones) is
+// skipped.
 func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	fsys = orOS(fsys)
 	opts = opts.withDefaults()
@@ -42,8 +45,11 @@ func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	if err := add(checkNewest(ls.segs, bound)); err != nil {
 		return bad, err
 	}
+	// A file listed but gone when read was removed after the listing: a
+	// writer beside Check removes its older snapshots and segments as it
+	// writes new ones. It is skipped, as if listed after its removal.
 	for _, s := range ls.snaps {
-		if err := add(checkSnapshot(fsys, dir, s)); err != nil {
+		if err := add(checkSnapshot(fsys, dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return bad, err
 		}
 	}
@@ -55,6 +61,10 @@ func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 				Reason: fmt.Sprintf("%s: segment starts at record %d, the one before ends at record %d (a segment is missing)", reasonGap, s.first, prevEnd)})
 		}
 		data, err := vfs.ReadFile(fsys, filepath.Join(dir, s.name))
+		if errors.Is(err, fs.ErrNotExist) {
+			prevEnd = 0 // removed: its successor's start has nothing to follow
+			continue
+		}
 		if err != nil {
 			return bad, err
 		}

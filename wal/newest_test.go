@@ -359,3 +359,51 @@ func TestIsLogFile(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckBesideAWriter: Check lists the directory, then reads each file;
+// a writer beside it removes its oldest snapshot and segment in between
+// (its cleanup after a snapshot). The files gone are skipped: they were
+// not damage, and Check failed with "no such file" on a healthy log.
+func TestCheckBesideAWriter(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1, RetainSnapshots: 3}) // a segment a record
+	defer l.Close()
+	for _, h := range []uint64{10, 20, 30} {
+		appendRange(t, l, h-9, h)
+		snapshot(t, l, h)
+	}
+	snaps := slices.DeleteFunc(listDir(t, m, "/wal"), func(n string) bool { return !strings.HasSuffix(n, snapSuffix) })
+	segs := segmentsIn(t, m, "/wal")
+	if len(snaps) < 2 || len(segs) < 2 {
+		t.Fatalf("want older files to remove: snapshots %q, segments %q", snaps, segs)
+	}
+	removed := false
+	r := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpOpen && strings.HasSuffix(op.Path, snapSuffix) && !removed {
+			removed = true
+			for _, name := range []string{snaps[0], segs[0]} {
+				if err := m.Remove("/wal/" + name); err != nil {
+					t.Errorf("removing %s: %v", name, err)
+				}
+			}
+		}
+		return errorfs.Fault{}
+	}))
+	bad, err := Check(r, "/wal", Options{})
+	if !removed {
+		t.Fatal("Check opened no snapshot")
+	}
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("Check beside a writer's cleanup: %v, damage %v", err, bad)
+	}
+	// The rest was read: damage in a file still there is still found.
+	seg := "/wal/" + segs[len(segs)/2]
+	data, err := vfs.ReadFile(m, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipBit(t, m, seg, int64(len(data)-3), 0)
+	if bad, err := Check(m, "/wal", Options{}); err != nil || len(bad) != 1 || "/wal/"+bad[0].Segment != seg {
+		t.Fatalf("a damaged segment after the removals: %v, %v", bad, err)
+	}
+}

@@ -323,6 +323,8 @@ func TestReadBesideANode(t *testing.T) {
 			code, _, stderr := cli("inspect", dir)
 			require.Equal(t, tc.code, code, stderr)
 			require.Equal(t, tc.tries, tries)
+			// Only a file gone every time is blamed on a writer beside.
+			require.Equal(t, tc.code == 1 && errors.Is(tc.err, fs.ErrNotExist), strings.Contains(stderr, goneHint), stderr)
 		})
 	}
 }

@@ -32,8 +32,11 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 	}
 	for try := 1; ; try++ {
 		e, err := openLog(dir, checkEvery)
-		if err == nil || !errors.Is(err, fs.ErrNotExist) || try == readTries {
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return e, err
+		}
+		if try == readTries {
+			return nil, fmt.Errorf("%w (%d tries: %s)", err, readTries, goneHint)
 		}
 	}
 }
@@ -44,6 +47,9 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 // and then opens it can find it gone. A file missing from the listing is
 // never looked for, so this is the only way to that error.
 const readTries = 3
+
+// goneHint ends the error of a read whose files kept going missing.
+const goneHint = "a node writing the directory removes its older files as it goes; run again"
 
 // openLog is one try of openDir; tests replace it.
 var openLog = func(dir string, checkEvery bool) (*engine.Engine, error) {
@@ -170,6 +176,9 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	damaged, err := wal.Check(vfs.OS, args[0], wal.Options{})
 	for try := 2; errors.Is(err, fs.ErrNotExist) && try <= readTries; try++ {
 		damaged, err = wal.Check(vfs.OS, args[0], wal.Options{}) // see readTries
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("%w (%d tries: %s)", err, readTries, goneHint)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
