@@ -214,7 +214,7 @@
 //	NAME.corrupt                    a damaged snapshot set aside by Repair
 //	NEWEST                          the first record of the newest segment begun (below)
 //	NEWEST.tmp                      NEWEST being written (removed by Open)
-//	LOCK                            locked by the open Log (holds nothing)
+//	LOCK                            locked by the open Log, with the directory (holds nothing)
 //
 // All integers are little-endian; every checksum is xxh3-64
 // (github.com/zeebo/xxh3).

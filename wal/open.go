@@ -89,7 +89,14 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 // open Log holds until it is closed.
 const lockName = "LOCK"
 
-// lockDir creates dir if it is missing and takes its lock.
+// lockDir creates dir if it is missing and takes its locks: LOCK's, as
+// every version of the log has, and the directory's own. LOCK is an empty
+// file that stays after every run, like a stale lock file, and an
+// operator removed it beside a live writer (an operations audit): a
+// second writer then made a new LOCK, locked it, and the two wrote one
+// log. The directory cannot be removed and made again while the log is
+// in it. Where the filesystem refuses a directory's lock (flock on some
+// network filesystems), LOCK's holds alone, as before.
 func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
 	if err := ensureDir(fsys, dir); err != nil {
 		return nil, err
@@ -98,7 +105,31 @@ func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, fmt.Errorf("%w: %s is open in another process, or elsewhere in this one (its lock file, %s, is held)", ErrLocked, dir, filepath.Join(dir, lockName))
 	}
-	return lock, err
+	if err != nil {
+		return nil, err
+	}
+	dirLock, err := fsys.Lock(dir)
+	switch {
+	case errors.Is(err, vfs.ErrLocked):
+		lock.Close()
+		return nil, fmt.Errorf("%w: %s is open in another process, or elsewhere in this one (the directory's lock is held; its lock file, %s, was removed and made again)", ErrLocked, dir, filepath.Join(dir, lockName))
+	case err != nil:
+		return lock, nil
+	}
+	return closers{dirLock, lock}, nil
+}
+
+// closers closes each of its Closers, returning the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // ensureDir creates dir if it is missing, with any missing parents, and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -753,7 +754,8 @@ func TestOpenOnOS(t *testing.T) {
 // TestOpenLocksDirectory: while a Log is open, a second Open or a Repair
 // of its directory fails with ErrLocked and changes nothing; the first
 // Log goes on; once it is closed, the directory opens again. On the OS
-// filesystem the lock is flock's, which a killed process drops.
+// filesystem the locks are flock's (on LOCK and on the directory), which a
+// killed process drops, and removing LOCK frees nothing.
 func TestOpenLocksDirectory(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -780,6 +782,17 @@ func TestOpenLocksDirectory(t *testing.T) {
 			}
 			if _, err := Repair(tc.fs, tc.dir, opts); !errors.Is(err, ErrLocked) {
 				t.Fatalf("Repair: %v, want ErrLocked", err)
+			}
+			if tc.fs == vfs.OS {
+				// LOCK removed, as a stale lock file would be: the
+				// directory's own lock still refuses a second writer (it
+				// took the new LOCK and wrote beside the first).
+				if err := os.Remove(filepath.Join(tc.dir, lockName)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := Open(tc.fs, tc.dir, opts); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "was removed") {
+					t.Fatalf("Open with LOCK removed: %v, want ErrLocked saying so", err)
+				}
 			}
 			appendRange(t, l, 11, 20) // the first Log is unharmed
 			if err := l.Close(); err != nil {

@@ -285,6 +285,16 @@ func TestLock(t *testing.T) {
 			if _, err := tc.fs.Lock(filepath.Join(tc.dir, "missing", "LOCK")); !IsNotExist(err) {
 				t.Fatalf("Lock in a missing directory: %v, want not-exist", err)
 			}
+			// A directory is a name too, locked apart from the files in it.
+			d, err := tc.fs.Lock(tc.dir)
+			must(t, err)
+			if _, err := tc.fs.Lock(tc.dir); !errors.Is(err, ErrLocked) {
+				t.Fatalf("second Lock of the directory: %v, want ErrLocked", err)
+			}
+			must(t, d.Close())
+			d, err = tc.fs.Lock(tc.dir)
+			must(t, err)
+			must(t, d.Close())
 		})
 	}
 	// A crash or a copy starts with no lock held: the locks were the
