@@ -14,7 +14,8 @@ import (
 
 // The NEWEST file bounds the log's newest segment from below: it holds
 // the first record of the newest segment the log has begun (raised after
-// a rotation has made the segment and its header durable, and by Open),
+// a rotation has made the segment and its header durable, and written by
+// every writer's Open, which so fails in a directory it cannot write),
 // and it is lowered before anything removes the newest segment (Truncate,
 // Repair; Open removes only a torn header above it). So no segment at or
 // past it means that files were lost, not written: the newest segment

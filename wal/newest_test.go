@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -406,4 +408,36 @@ func TestCheckBesideAWriter(t *testing.T) {
 	if bad, err := Check(m, "/wal", Options{}); err != nil || len(bad) != 1 || "/wal/"+bad[0].Segment != seg {
 		t.Fatalf("a damaged segment after the removals: %v, %v", bad, err)
 	}
+}
+
+// TestOpenFailsOnAnUnwritableDirectory: a writer's Open rewrites NEWEST,
+// so a directory where no file can be made fails Open, naming the file;
+// it opened, appended to the segment it found, and failed only at the
+// first rotation or snapshot (an operations audit: up to SnapshotEvery
+// blocks later, as a non-root node on a read-only directory).
+func TestOpenFailsOnAnUnwritableDirectory(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	denied := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpCreate || op.Kind == errorfs.OpRename || op.Kind == errorfs.OpRemove {
+			return errorfs.Fault{Err: syscall.EACCES}
+		}
+		return errorfs.Fault{}
+	}))
+	if _, err := Open(denied, "/wal", Options{Logf: quiet}); !errors.Is(err, syscall.EACCES) || !strings.Contains(err.Error(), newestName) {
+		t.Fatalf("Open of a directory it cannot write: %v, want EACCES naming %s", err, newestName)
+	}
+	// Readers need no write access.
+	ro, err := Open(denied, "/wal", Options{ReadOnly: true, Logf: quiet})
+	if err != nil {
+		t.Fatalf("read-only Open: %v", err)
+	}
+	if ro.LastHeight() != 3 {
+		t.Fatalf("read-only Open recovered %d, want 3", ro.LastHeight())
+	}
+	ro.Close()
 }

@@ -330,7 +330,10 @@ func (l *Log) recover() error {
 	// The bound follows the newest segment kept, which is durable now: a
 	// log written before the file existed gets it here, and so does a
 	// segment whose rotation a crash cut short after its header's sync.
-	if n := len(l.segs); n > 0 && l.segs[n-1].first > bound {
+	// It is written even when it holds that value: a directory the writer
+	// cannot write fails Open here, where it failed the first rotation or
+	// snapshot, up to SnapshotEvery blocks later (an operations audit).
+	if n := len(l.segs); n > 0 {
 		return writeNewest(fsys, dir, l.segs[n-1].first)
 	}
 	return nil

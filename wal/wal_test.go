@@ -298,9 +298,11 @@ func TestFailedLogRefusesWrites(t *testing.T) {
 		torn  bool
 		index int // of the operation that fails: Append(5)'s
 	}{
-		{"write EIO", errorfs.Of(errorfs.OpWrite), syscall.EIO, false, 1},
-		{"write ENOSPC torn", errorfs.Of(errorfs.OpWrite), syscall.ENOSPC, true, 1},
-		{"sync EIO", errorfs.Of(errorfs.OpSync), syscall.EIO, false, 2}, // after Open's of the segment, Append(4)'s
+		// After Open's write of NEWEST and Append(4)'s.
+		{"write EIO", errorfs.Of(errorfs.OpWrite), syscall.EIO, false, 2},
+		{"write ENOSPC torn", errorfs.Of(errorfs.OpWrite), syscall.ENOSPC, true, 2},
+		// After Open's syncs of the segment and of NEWEST, and Append(4)'s.
+		{"sync EIO", errorfs.Of(errorfs.OpSync), syscall.EIO, false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := vfs.NewMem()
