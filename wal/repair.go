@@ -379,7 +379,8 @@ func skipCovered(fsys vfs.FS, dir string, ce *CorruptError, opts Options) (Repai
 // worst the temporary file, which Open removes.
 func writeSegment(fsys vfs.FS, dir, name string, first, flags uint64, records []byte) error {
 	path := filepath.Join(dir, name)
-	return vfs.ReplaceFile(fsys, dir, path, path+segTmpSuffix, append(appendSegmentHeader(nil, first, flags), records...))
+	tmp := strings.TrimSuffix(path, segSuffix) + segTmpSuffix
+	return vfs.ReplaceFile(fsys, dir, path, tmp, append(appendSegmentHeader(nil, first, flags), records...))
 }
 
 // rebuildHeader repairs a segment whose header is damaged but whose

@@ -983,6 +983,48 @@ func dirBytes(t *testing.T, fsys vfs.FS, dir string) map[string][]byte {
 // log still opens to its last block; damage after the snapshot is cut as
 // before. A crash between the rewritten segment's rename and the old
 // one's removal leaves both, and Open reads past the old one.
+// TestRepairRewriteOnAFullDisk: a rewrite of a segment that fails (a full
+// disk) removes its temporary file, which held what room was left, and
+// changes nothing else; the file is the segment's name with .wal.tmp, as
+// wal/doc.go says (it was NAME.wal.wal.tmp). A repair with room finishes.
+func TestRepairRewriteOnAFullDisk(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 60)
+	snapshot(t, l, 40)
+	l.Close()
+	seg := segmentFile(t, m, "/wal", 0)
+	flipBit(t, m, seg, segHeaderSize+20, 2) // in record 1, which the snapshot covers
+	before := listDir(t, m, "/wal")
+	var created []string
+	full := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpCreate {
+			created = append(created, op.Path)
+		}
+		if op.Kind == errorfs.OpWrite && strings.HasSuffix(op.Path, segTmpSuffix) {
+			return errorfs.Fault{Err: syscall.ENOSPC, Torn: true, Keep: 100}
+		}
+		return errorfs.Fault{}
+	}))
+	if _, err := Repair(full, "/wal", Options{Logf: quiet}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Repair on a full disk: %v", err)
+	}
+	// The segment rewritten from record 2 on takes that name.
+	if want := "/wal/" + segmentName(2) + ".tmp"; !slices.Equal(created, []string{want}) {
+		t.Fatalf("created %q, want %s", created, want)
+	}
+	if after := listDir(t, m, "/wal"); !slices.Equal(before, after) {
+		t.Fatalf("files %q after the failed repair, want %q", after, before)
+	}
+	acts, err := Repair(m, "/wal", Options{Logf: quiet})
+	if err != nil || len(acts) != 1 || acts[0].Action != "rewritten" {
+		t.Fatalf("Repair with room: %v, %v", acts, err)
+	}
+	if _, got := openCheck(t, m, "/wal", Options{}); got.last != 60 {
+		t.Fatalf("recovered %+v", got)
+	}
+}
+
 func TestRepairKeepsWhatASnapshotCovers(t *testing.T) {
 	base := vfs.NewMem()
 	l, _ := openCheck(t, base, "/wal", Options{}) // one segment: records 1..80

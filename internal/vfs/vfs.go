@@ -92,7 +92,8 @@ func SyncDir(fsys FS, dir string) error {
 // ReplaceFile makes data the contents of name, durably and whole: it
 // writes them to tmp, syncs it, renames it to name (replacing any file of
 // that name) and syncs the directory, dir. A crash leaves the old file or
-// the new one, and at worst tmp.
+// the new one, and at worst tmp; a failure before the rename removes tmp,
+// which on a full disk held what room was left.
 func ReplaceFile(fsys FS, dir, name, tmp string, data []byte) error {
 	f, err := fsys.Create(tmp)
 	if err != nil {
@@ -105,13 +106,14 @@ func ReplaceFile(fsys FS, dir, name, tmp string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = fsys.Rename(tmp, name)
+	if err != nil {
+		fsys.Remove(tmp) // best effort: a log's Open removes a leftover too
+		return err
 	}
-	if err == nil {
-		err = SyncDir(fsys, dir)
+	if err := fsys.Rename(tmp, name); err != nil {
+		return err
 	}
-	return err
+	return SyncDir(fsys, dir)
 }
 
 // ReadFile returns the whole contents of a file.
