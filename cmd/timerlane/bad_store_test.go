@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -377,4 +378,37 @@ func TestBuildLine(t *testing.T) {
 	code, _, errs = cli("version", "extra")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, `timerlane version: unexpected argument "extra"`)
+}
+
+// TestReadDirError: a DIR that names no directory is a usage error (exit
+// status 2, "holds no log"); one that cannot be read is a failure (1), as
+// a damaged log is (an unreadable directory gave 2: operations audit).
+func TestReadDirError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{&fs.PathError{Op: "open", Path: "d", Err: syscall.ENOENT}, 2},
+		{&fs.PathError{Op: "open", Path: "d", Err: syscall.ENOTDIR}, 2},
+		{&fs.PathError{Op: "open", Path: "d", Err: syscall.EACCES}, 1},
+		{&fs.PathError{Op: "readdirent", Path: "d", Err: syscall.EIO}, 1},
+	} {
+		err := readDirError(tc.err)
+		require.Equal(t, tc.code, dirFailure(err), "%v", tc.err)
+		require.ErrorIs(t, err, tc.err.(*fs.PathError).Err)
+	}
+	// Through the commands: a file is no directory.
+	file := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, cmd := range [][]string{{"inspect", file}, {"verify", file}, {"prove", file, "0x00"}, {"wal", "repair", file}} {
+		code, _, stderr := cli(cmd...)
+		require.Equal(t, 2, code, "%q: %s", cmd, stderr)
+	}
+	if os.Geteuid() != 0 { // root reads any directory
+		dir := t.TempDir()
+		require.NoError(t, os.Chmod(dir, 0))
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		code, _, stderr := cli("inspect", dir)
+		require.Equal(t, 1, code, stderr)
+	}
 }

@@ -284,7 +284,7 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	}
 	entries, err := os.ReadDir(c.dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a missing one, Open creates
-		return s, fmt.Errorf("%w: --dir: %v", errBadDir, err)
+		return s, fmt.Errorf("--dir: %w", readDirError(err))
 	}
 	for _, x := range entries {
 		if !wal.IsLogFile(x.Name()) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -83,7 +84,7 @@ func logDir(dir string) error {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errBadDir, err)
+		return readDirError(err)
 	}
 	for _, e := range entries {
 		if logName.MatchString(e.Name()) {
@@ -91,6 +92,16 @@ func logDir(dir string) error {
 		}
 	}
 	return fmt.Errorf("%w: %s holds no log (no NNNNNNNNNNNNNNNNNNNN.wal segment or .snap snapshot)", errBadDir, dir)
+}
+
+// readDirError is the error of a DIR argument that cannot be listed: a
+// usage error if it names no directory; a failure (exit status 1) if it
+// does, but cannot be read (permissions, I/O), as a damaged log is.
+func readDirError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %w", errBadDir, err)
+	}
+	return err
 }
 
 // dirFailure is the exit status of an error opening a DIR argument.
