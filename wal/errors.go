@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 var (
@@ -67,6 +68,10 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string {
+	if errors.Is(e.Err, syscall.ENOSPC) {
+		// Reopened on a disk still full, it fails again at its first write.
+		return fmt.Sprintf("wal: %s: %v (the log refuses further writes until reopened; free space on the disk first)", e.Op, e.Err)
+	}
 	return fmt.Sprintf("wal: %s: %v (the log refuses further writes until reopened)", e.Op, e.Err)
 }
 

@@ -317,6 +317,10 @@ func TestFailedLogRefusesWrites(t *testing.T) {
 			if !errors.As(err, &fe) || !errors.Is(err, ErrFailed) || !errors.Is(err, tc.err) {
 				t.Fatalf("append 5: %v", err)
 			}
+			// A full disk fails a reopen too, until there is room.
+			if full := strings.Contains(err.Error(), "free space"); full != (tc.err == syscall.ENOSPC) {
+				t.Fatalf("append 5: %q: the hint to free space, %v", err, full)
+			}
 			if l.LastHeight() != 4 || l.DurableHeight() != 4 {
 				t.Fatalf("last %d durable %d after the failure", l.LastHeight(), l.DurableHeight())
 			}
