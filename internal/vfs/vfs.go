@@ -63,10 +63,10 @@ type FS interface {
 	// Truncate changes the size of a file.
 	Truncate(name string, size int64) error
 	// Lock takes an exclusive lock named name (a file, created if missing,
-	// in a directory that exists; or a directory), held until the returned Closer is
-	// closed or the process ends: a second Lock of the name, from this
-	// process or another, fails with an error matching ErrLocked. It is
-	// what keeps two logs from writing one directory.
+	// in a directory that exists; or a directory), held until the
+	// returned Closer is closed or the process ends: a second Lock of the
+	// name, from this process or another, fails with an error matching
+	// ErrLocked. It is what keeps two logs from writing one directory.
 	Lock(name string) (io.Closer, error)
 }
 
