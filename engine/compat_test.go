@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -40,7 +39,7 @@ const (
 var (
 	compatActors = []engine.Address{{0xa1}, {0xa2}, {0xa3}}
 	compatSystem = engine.Address{0x5e}
-	// tick routes to handler "tick": its handler schedules it again.
+	// compatTick routes to handler "tick", which schedules it again.
 	compatTick = []byte(`{"_handler":"tick","_payload":"dGljaw=="}`)
 )
 
@@ -297,17 +296,9 @@ func TestCompatFixtures(t *testing.T) {
 	}
 }
 
+// readLines is the lines of the file at path.
 func readLines(t *testing.T, path string) []string {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	defer f.Close()
-	var lines []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if l := s.Text(); l != "" && !strings.HasPrefix(l, "#") {
-			lines = append(lines, l)
-		}
-	}
-	require.NoError(t, s.Err())
-	return lines
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }

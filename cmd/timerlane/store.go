@@ -37,7 +37,7 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 			return e, err
 		}
 		if try == readTries {
-			return nil, fmt.Errorf("%w (%d tries: %s)", err, readTries, goneHint)
+			return nil, gone(err)
 		}
 	}
 }
@@ -51,6 +51,10 @@ const readTries = 3
 
 // goneHint ends the error of a read whose files kept going missing.
 const goneHint = "a node writing the directory removes its older files as it goes; run again"
+
+// gone is the error of a read whose files were still going missing at its
+// last try.
+func gone(err error) error { return fmt.Errorf("%w (%d tries: %s)", err, readTries, goneHint) }
 
 // openLog is one try of openDir; tests replace it.
 var openLog = func(dir string, checkEvery bool) (*engine.Engine, error) {
@@ -189,7 +193,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		damaged, err = wal.Check(vfs.OS, args[0], wal.Options{}) // see readTries
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		err = fmt.Errorf("%w (%d tries: %s)", err, readTries, goneHint)
+		err = gone(err)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
