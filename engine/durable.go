@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -151,7 +152,7 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 		// ones before it cost a rehash per record (CheckEveryRoot).
 		e.skipRoot = n != last && !cfg.CheckEveryRoot
 		if err := e.applyRecord(body); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
+			return recordError{n, err}
 		}
 		e.replayed = n
 		return nil
@@ -320,6 +321,20 @@ func (e *Engine) logBlock() error {
 	}
 	return nil
 }
+
+// recordError is an error applying log record n, worded "timerlane:
+// record n: bad log record: ...": the engine's name once, not again after
+// the record number.
+type recordError struct {
+	n   uint64
+	err error
+}
+
+func (r recordError) Error() string {
+	return fmt.Sprintf("timerlane: record %d: %s", r.n, strings.TrimPrefix(r.err.Error(), "timerlane: "))
+}
+
+func (r recordError) Unwrap() error { return r.err }
 
 // applyRecord applies a block's record to the state of the block before.
 func (e *Engine) applyRecord(body []byte) error {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zeebo/xxh3"
 	"golang.org/x/crypto/sha3"
 
 	"github.com/timerlane/timerlane/engine"
@@ -67,6 +68,61 @@ func flipInRecord(t *testing.T, seg string, k int) {
 	}
 	b[off+30] ^= 0x10
 	require.NoError(t, os.WriteFile(seg, b, 0o644))
+}
+
+// TestEngineErrorsNameTheCommandOnce: an error of the engine (here a
+// record whose checksum holds but whose body does not decode, as a bug
+// that wrote it would leave) reads "timerlane verify: bad log record",
+// not "timerlane verify: timerlane: bad log record".
+func TestEngineErrorsNameTheCommandOnce(t *testing.T) {
+	dir, seg := storeBlocks(t, 3, 2)
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	off := 32 + 12 + int(binary.LittleEndian.Uint32(b[32:])) // record 1
+	n := int(binary.LittleEndian.Uint32(b[off:]))
+	body := b[off+12 : off+12+n]
+	body[0] = 1 // raw, and past the kind and height, nothing a block writes
+	for i := 9; i < len(body); i++ {
+		body[i] = 0xff
+	}
+	binary.LittleEndian.PutUint64(b[off+4:], xxh3.Hash(body))
+	require.NoError(t, os.WriteFile(seg, b, 0o644))
+	for _, cmd := range []string{"verify", "inspect"} {
+		code, out, errs := cli(cmd, dir)
+		require.Equal(t, 1, code, "%s: %s", cmd, errs)
+		require.Empty(t, out)
+		require.True(t, strings.HasPrefix(errs, "timerlane "+cmd+": record 2: bad log record: "), "%s: %s", cmd, errs)
+		require.NotContains(t, errs, "timerlane: ", cmd)
+	}
+}
+
+// TestDoubleDashEndsFlags: after "--" an argument that begins with "-", or
+// is "help", names a directory, as the flag package has it.
+func TestDoubleDashEndsFlags(t *testing.T) {
+	dir, _ := storeBlocks(t, 2, 1)
+	t.Chdir(filepath.Dir(dir))
+	for _, name := range []string{"-d", "help"} {
+		require.NoError(t, os.Rename(dir, name))
+		dir = name
+		code, out, errs := cli("verify", "--", name)
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "ok: ")
+		code, out, errs = cli("inspect", "--", name)
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "height   2")
+		code, out, errs = cli("wal", "repair", "--", name)
+		require.Equal(t, 0, code, errs)
+		require.Contains(t, out, "nothing to repair")
+	}
+	code, _, errs := cli("verify", "-d")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "timerlane verify: -d: unknown flag (the command takes none; -- ends the flags)")
+	code, _, errs = cli("verify", "--", "a", "b")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, `timerlane verify: unexpected argument "b"`)
+	code, out, _ := cli("verify", "--help", "--", "x")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "usage: timerlane verify")
 }
 
 // TestDemoRefusalChangesNothing: demo --dir refuses a directory that holds

@@ -136,7 +136,7 @@ func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d\n", s.height)
 		if c.dir != "" {
 			if err := s.e.Close(); err != nil {
-				fmt.Fprintf(stderr, "timerlane demo: closing %s: %v\n", c.dir, err)
+				fmt.Fprintf(stderr, "timerlane demo: closing %s: %s\n", c.dir, msg(err))
 				return 1
 			}
 			fmt.Fprintf(stderr, "timerlane demo: %s holds the blocks up to %d (timerlane inspect %s)\n", c.dir, s.height, shellQuote(c.dir))
@@ -145,7 +145,7 @@ func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) i
 	}
 	if err != nil {
 		prog.abort()
-		fmt.Fprintf(stderr, "timerlane demo: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane demo: %s\n", msg(err))
 		if errors.Is(err, errBadDir) {
 			return 2
 		}
@@ -155,7 +155,7 @@ func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) i
 	if c.dir != "" {
 		root := s.e.Root()
 		if err := s.e.Close(); err != nil {
-			fmt.Fprintf(stderr, "timerlane demo: closing %s: %v\n", c.dir, err)
+			fmt.Fprintf(stderr, "timerlane demo: closing %s: %s\n", c.dir, msg(err))
 			return 1
 		}
 		fmt.Fprintf(stdout, "\npersisted to %s: height %d, root 0x%x (timerlane inspect %s)\n", c.dir, s.height, root, shellQuote(c.dir))

@@ -112,7 +112,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 const versionUsage = "usage: timerlane version\n\nPrints the build: the module's version, the Go version that built it and\nthe commit it was built from (\"modified\" when the clone had changes),\nas the Go toolchain stamped them. A bug report wants this line.\n"
 
 func versionCmd(args []string, stdout, stderr io.Writer) int {
-	if code, ok := checkArgs("version", args, nil, versionUsage, stdout, stderr); !ok {
+	if _, code, ok := checkArgs("version", args, nil, versionUsage, stdout, stderr); !ok {
 		return code
 	}
 	fmt.Fprintln(stdout, buildLine(debug.ReadBuildInfo()))
@@ -152,14 +152,15 @@ func buildLine(bi *debug.BuildInfo, ok bool) string {
 const replayUsage = "usage: timerlane replay TRACE\n\nReplays the trace (shared/conformance/FORMAT.md) and prints one JSON event per line.\nTRACE may be - for standard input.\nExit status: 0 done; 2 a bad trace, or a TRACE that cannot be opened\n(one line on stderr); 1 any other failure (I/O).\n"
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
-	if code, ok := checkArgs("replay", args, []string{"TRACE"}, replayUsage, stdout, stderr); !ok {
+	args, code, ok := checkArgs("replay", args, []string{"TRACE"}, replayUsage, stdout, stderr)
+	if !ok {
 		return code
 	}
 	var in io.Reader = os.Stdin
 	if args[0] != "-" {
 		f, err := os.Open(args[0])
 		if err != nil {
-			fmt.Fprintf(stderr, "timerlane replay: %v\n", err)
+			fmt.Fprintf(stderr, "timerlane replay: %s\n", msg(err))
 			return 2
 		}
 		defer f.Close()

@@ -83,9 +83,6 @@ var logName = regexp.MustCompile(`^[0-9]{20}\.(wal|snap)$`)
 // logDir checks that dir is a directory holding a log: a segment or a
 // snapshot. It writes nothing.
 func logDir(dir string) error {
-	if strings.HasPrefix(dir, "-") {
-		return fmt.Errorf("%w: %s: unknown flag (the command takes a directory)", errBadDir, dir)
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return readDirError(err)
@@ -119,12 +116,13 @@ func dirFailure(err error) int {
 const inspectUsage = "usage: timerlane inspect DIR\n\nPrints the height, pending timers and state root of the engine in DIR\n(recovering it first), and its log's segments and snapshots. It opens DIR\nread-only: nothing in it changes, and it works beside a running node\n(showing its last block written whole).\n"
 
 func inspectCmd(args []string, stdout, stderr io.Writer) int {
-	if code, ok := checkArgs("inspect", args, []string{"DIR"}, inspectUsage, stdout, stderr); !ok {
+	args, code, ok := checkArgs("inspect", args, []string{"DIR"}, inspectUsage, stdout, stderr)
+	if !ok {
 		return code
 	}
 	e, err := openDir(args[0], false)
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane inspect: %s\n", msg(err))
 		return dirFailure(err)
 	}
 	defer e.Close()
@@ -141,7 +139,7 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	names, err := os.ReadDir(args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane inspect: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane inspect: %s\n", msg(err))
 		return 1
 	}
 	var files []string
@@ -172,17 +170,18 @@ func inspectCmd(args []string, stdout, stderr io.Writer) int {
 const verifyUsage = "usage: timerlane verify DIR\n\nRecovers the engine in DIR from its snapshot and every record after it,\nchecking the state root stored in each record and the snapshot's, then\nrecomputes the root from the whole state, trusting no cached hash, and\nreads every other snapshot and segment whole, reporting any damaged one\n(exit status 1). It opens DIR read-only, as inspect does.\n"
 
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
-	if code, ok := checkArgs("verify", args, []string{"DIR"}, verifyUsage, stdout, stderr); !ok {
+	args, code, ok := checkArgs("verify", args, []string{"DIR"}, verifyUsage, stdout, stderr)
+	if !ok {
 		return code
 	}
 	e, err := openDir(args[0], true)
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify: %s\n", msg(err))
 		return dirFailure(err)
 	}
 	defer e.Close()
 	if err := e.CheckRoot(); err != nil {
-		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify: %s\n", msg(err))
 		return 1
 	}
 	root := e.Root()
@@ -196,7 +195,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		err = gone(err)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane verify: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify: %s\n", msg(err))
 		return 1
 	}
 	if len(damaged) > 0 {
@@ -220,17 +219,18 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 const proveUsage = "usage: timerlane prove DIR TIMER_ID\n\nPrints a proof that the timer is pending in the engine in DIR (or that it\nis not), against the state root, as JSON; timerlane verify-proof checks it.\n"
 
 func proveCmd(args []string, stdout, stderr io.Writer) int {
-	if code, ok := checkArgs("prove", args, []string{"DIR", "TIMER_ID"}, proveUsage, stdout, stderr); !ok {
+	args, code, ok := checkArgs("prove", args, []string{"DIR", "TIMER_ID"}, proveUsage, stdout, stderr)
+	if !ok {
 		return code
 	}
 	id, err := hex32(args[1])
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane prove: TIMER_ID: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane prove: TIMER_ID: %s\n", msg(err))
 		return 2
 	}
 	e, err := openDir(args[0], false)
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane prove: %s\n", msg(err))
 		return dirFailure(err)
 	}
 	defer e.Close()
@@ -244,7 +244,7 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	enc, err := proof.MarshalBinary()
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane prove: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane prove: %s\n", msg(err))
 		return 1
 	}
 	root := e.Root()
@@ -259,22 +259,23 @@ func proveCmd(args []string, stdout, stderr io.Writer) int {
 const verifyProofUsage = "usage: timerlane verify-proof ROOT TIMER_ID PROOF [VALUE_HASH]\n\nChecks a proof printed by timerlane prove, with nothing but its arguments:\nwith VALUE_HASH, that the timer is pending with that leaf value; without,\nthat it is not pending. Exit status 0 if the proof holds, 1 if not (also\nfor the scheduler leaf's key, which is no timer id; a fairness entry's key,\nwhich no timer id can equal either, cannot be told from one here: pass ids\nof scheduled timers).\n"
 
 func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
-	if code, ok := checkArgs("verify-proof", args, []string{"ROOT", "TIMER_ID", "PROOF", "[VALUE_HASH]"}, verifyProofUsage, stdout, stderr); !ok {
+	args, code, ok := checkArgs("verify-proof", args, []string{"ROOT", "TIMER_ID", "PROOF", "[VALUE_HASH]"}, verifyProofUsage, stdout, stderr)
+	if !ok {
 		return code
 	}
 	root, err := hex32(args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane verify-proof: ROOT: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify-proof: ROOT: %s\n", msg(err))
 		return 2
 	}
 	id, err := hex32(args[1])
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane verify-proof: TIMER_ID: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify-proof: TIMER_ID: %s\n", msg(err))
 		return 2
 	}
 	raw, err := hexBytes(args[2])
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %s\n", msg(err))
 		return 2
 	}
 	if id == engine.SchedulerKey() {
@@ -285,20 +286,20 @@ func verifyProofCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var p merkle.Proof
 	if err := p.UnmarshalBinary(raw); err != nil {
-		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify-proof: PROOF: %s\n", msg(err))
 		return 1
 	}
 	var value *[32]byte
 	if len(args) == 4 {
 		v, err := hex32(args[3])
 		if err != nil {
-			fmt.Fprintf(stderr, "timerlane verify-proof: VALUE_HASH: %v\n", err)
+			fmt.Fprintf(stderr, "timerlane verify-proof: VALUE_HASH: %s\n", msg(err))
 			return 2
 		}
 		value = &v
 	}
 	if err := merkle.Verify(root, id, value, p); err != nil {
-		fmt.Fprintf(stderr, "timerlane verify-proof: the proof does not hold: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane verify-proof: the proof does not hold: %s\n", msg(err))
 		return 1
 	}
 	if value != nil {
@@ -323,17 +324,18 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "timerlane wal: unknown command %q\n\n%s", args[0], walUsage)
 		return 2
 	}
-	if code, ok := checkArgs("wal repair", args[1:], []string{"DIR"}, walUsage, stdout, stderr); !ok {
+	pos, code, ok := checkArgs("wal repair", args[1:], []string{"DIR"}, walUsage, stdout, stderr)
+	if !ok {
 		return code
 	}
-	if err := logDir(args[1]); err != nil { // Repair would create it
-		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
+	if err := logDir(pos[0]); err != nil { // Repair would create it
+		fmt.Fprintf(stderr, "timerlane wal repair: %s\n", msg(err))
 		return 2
 	}
 	// What it does is printed below: not logged on stderr too.
-	actions, err := wal.Repair(vfs.OS, args[1], wal.Options{Logf: func(string, ...any) {}})
+	actions, err := wal.Repair(vfs.OS, pos[0], wal.Options{Logf: func(string, ...any) {}})
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane wal repair: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane wal repair: %s\n", msg(err))
 		return 1
 	}
 	if len(actions) == 0 {
@@ -350,15 +352,15 @@ func walCmd(args []string, stdout, stderr io.Writer) int {
 			lost = ": any block it held above that is gone"
 		}
 	}
-	if logDir(args[1]) != nil {
+	if logDir(pos[0]) != nil {
 		// Only a first segment that a crash in its rotation left, with no
 		// record, was there: what Open does to it too.
 		fmt.Fprintf(stdout, "the log now holds no block%s\n", lost)
 		return 0
 	}
-	e, err := openDir(args[1], false)
+	e, err := openDir(pos[0], false)
 	if err != nil {
-		fmt.Fprintf(stderr, "timerlane wal repair: the repaired log does not open: %v\n", err)
+		fmt.Fprintf(stderr, "timerlane wal repair: the repaired log does not open: %s\n", msg(err))
 		return 1
 	}
 	defer e.Close()
@@ -384,12 +386,19 @@ func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "help" }
 // the usage text on stdout and returns 0; too few or too many, or a flag
 // (these commands take none; "-" alone is an argument, standard input),
 // prints one line saying which, then the usage, on stderr and returns 2.
-// ok says the arguments are fine and the command goes on.
-func checkArgs(cmd string, args, names []string, text string, stdout, stderr io.Writer) (code int, ok bool) {
-	if slices.ContainsFunc(args, isHelp) {
-		fmt.Fprint(stdout, text)
-		return 0, false
+// After "--" every argument is positional, as for the flag package: a DIR
+// named "-d" or "help". ok says the arguments are fine and the command
+// goes on with pos, args without the "--".
+func checkArgs(cmd string, args, names []string, text string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
+	opts, rest := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		opts, rest = args[:i], args[i+1:]
 	}
+	if slices.ContainsFunc(opts, isHelp) {
+		fmt.Fprint(stdout, text)
+		return nil, 0, false
+	}
+	pos = append(slices.Clip(opts), rest...)
 	need := 0
 	for _, n := range names {
 		if !strings.HasPrefix(n, "[") {
@@ -397,25 +406,29 @@ func checkArgs(cmd string, args, names []string, text string, stdout, stderr io.
 		}
 	}
 	var why string
-	for _, a := range args {
+	for _, a := range opts {
 		if len(a) > 1 && a[0] == '-' {
-			why = a + ": unknown flag (the command takes none)"
+			why = a + ": unknown flag (the command takes none; -- ends the flags)"
 			break
 		}
 	}
 	switch {
 	case why != "":
-	case len(args) < need:
-		why = "missing " + names[len(args)]
-	case len(args) > len(names):
-		why = fmt.Sprintf("unexpected argument %q", args[len(names)])
+	case len(pos) < need:
+		why = "missing " + names[len(pos)]
+	case len(pos) > len(names):
+		why = fmt.Sprintf("unexpected argument %q", pos[len(names)])
 	}
 	if why == "" {
-		return 0, true
+		return pos, 0, true
 	}
 	fmt.Fprintf(stderr, "timerlane %s: %s\n\n%s", cmd, why, text)
-	return 2, false
+	return nil, 2, false
 }
+
+// msg is err's text without the "timerlane: " that the engine's errors
+// begin with: the command's lines already begin with "timerlane CMD: ".
+func msg(err error) string { return strings.TrimPrefix(err.Error(), "timerlane: ") }
 
 func hexBytes(s string) ([]byte, error) {
 	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
