@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -415,6 +416,47 @@ func TestInvSteadyStateMemory(t *testing.T) {
 		if last.Pending != 875 || last.Actors != 1 { // sum over the last 40 blocks of (40-j) + max(0, 10-j)
 			t.Fatalf("depth %d: stats %+v", depth, last)
 		}
+	}
+}
+
+// TestInvLargePayloadsGiveMemoryBack: a burst of large payloads (200 KB,
+// a size class of one payload per chunk) holds its memory only while the
+// engine holds its timers; once they fired and left the rollback history,
+// the payload store is back within 8 MiB of its size under the steady
+// load around the burst, which itself neither grows it nor allocates it
+// anew.
+func TestInvLargePayloadsGiveMemoryBack(t *testing.T) {
+	const depth = 16
+	e := invEngine(t, func(c *engine.Config) { c.RollbackDepth = depth })
+	big := bytes.Repeat([]byte("large payload "), 200_000/14)
+	h := uint64(0)
+	run := func(blocks, perBlock int) {
+		for range blocks {
+			h++
+			invBlock(t, e, h, invNoop, func(tx engine.Tx) {
+				for k := range perBlock {
+					tx.SetNonce(uint64(k))
+					if _, _, err := tx.Schedule(h+5, big); err != nil {
+						t.Fatalf("block %d: Schedule: %v", h, err)
+					}
+				}
+			})
+		}
+	}
+	run(3*depth, 2)
+	steady := e.Stats().DataBytes
+	run(3*depth, 2)
+	if got := e.Stats().DataBytes; got != steady {
+		t.Fatalf("the steady load's payload store went from %d to %d bytes", steady, got)
+	}
+	run(1, 400) // 80 MB
+	if peak := e.Stats().DataBytes; peak < steady+400*200_000 {
+		t.Fatalf("%d bytes with the burst pending, %d before it", peak, steady)
+	}
+	run(3*depth, 2)
+	// 64 KiB for the burst's tags and free lists, which stay.
+	if got := e.Stats().DataBytes; got > steady+max(steady, 8<<20)+64<<10 {
+		t.Fatalf("%d bytes after the burst fired and left the history, %d before it", got, steady)
 	}
 }
 

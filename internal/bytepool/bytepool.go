@@ -2,6 +2,11 @@
 // power-of-two size classes carved from large chunks, with a free list per
 // class, so that storing and freeing payloads allocates nothing in steady
 // state. A string is named by a uint32 reference; 0 names the empty string.
+// The classes of 64 KiB and more, whose chunks hold one string each, give
+// the memory of freed strings back to the Go heap past what they may soon
+// need again (see keep), so that a burst of large payloads does not hold
+// its memory for the life of the process; the smaller classes keep their
+// peak.
 // Each string carries a 64-bit tag its owner chooses, kept beside its
 // class's items: the engine keeps there the split of a timer's bytes into
 // handler and payload, which a timer without bytes then does not pay for.
@@ -18,7 +23,8 @@ const (
 	minShift   = 4  // smallest class: 16 bytes
 	maxShift   = 20 // largest class: 1 MiB
 	chunkBytes = 64 << 10
-	idxBits    = 27 // item index bits of a reference; the class is above
+	idxBits    = 27      // item index bits of a reference; the class is above
+	keepBytes  = 8 << 20 // freed large items always kept with their memory (keep)
 )
 
 // MaxLen is the longest string the pool stores.
@@ -31,7 +37,10 @@ type class struct {
 	chunks  [][]byte
 	tags    [][]uint64 // tags[k][j]: the tag of item k<<chkBits | j
 	free    slab.Stack // freed item indices, with room for every item handed out
-	next    uint32     // items handed out at least once
+	// bare holds freed items whose chunk was given back (one-item chunks
+	// only): an Alloc that finds free empty makes one anew for them.
+	bare    slab.Stack
+	next    uint32 // items handed out at least once
 	inUse   int
 	byteCap int
 }
@@ -64,6 +73,13 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 	}
 	it, ok := cl.free.Pop()
 	if !ok {
+		it, ok = cl.bare.Pop()
+		if ok { // one item a chunk: the item's index is its chunk's
+			cl.chunks[it] = make([]byte, cl.size)
+			cl.byteCap += cl.size
+		}
+	}
+	if !ok {
 		it = cl.next
 		if it >= 1<<idxBits-1 {
 			panic("bytepool: class full")
@@ -78,6 +94,9 @@ func (p *Pool) Alloc(n int, tag uint64) (uint32, []byte) {
 			// released a few records waited milliseconds for the copy
 			// (the demo's drain, session 32).
 			cl.free.Grow(len(cl.chunks) * cl.perChk)
+			if cl.perChk == 1 {
+				cl.bare.Grow(len(cl.chunks))
+			}
 		}
 		cl.next++
 	}
@@ -96,6 +115,8 @@ func (p *Pool) NextAddr(n int) (buf, tag unsafe.Pointer) {
 	it := int(cl.next)
 	if v, ok := cl.free.Top(); ok {
 		it = int(v)
+	} else if cl.bare.Len() > 0 {
+		return nil, nil // its chunk is made by the Alloc
 	}
 	if cl.size == 0 || it>>cl.chkBits >= len(cl.chunks) {
 		return nil, nil
@@ -126,14 +147,33 @@ func (p *Pool) Free(ref uint32) {
 	cl := &p.classes[ref>>idxBits]
 	cl.free.Push(ref&(1<<idxBits-1) - 1)
 	cl.inUse--
+	if cl.perChk == 1 {
+		// Two out for each one in past the bound: the freed items held
+		// fall with the items in use, to the floor once none is.
+		for range 2 {
+			if cl.free.Len() <= cl.keep() {
+				break
+			}
+			it, _ := cl.free.Pop()
+			cl.chunks[it] = nil
+			cl.byteCap -= cl.size
+			cl.bare.Push(it)
+		}
+	}
 }
+
+// keep is how many freed items a class of one-item chunks holds on to
+// with their memory: as many as it has in use, which a block that
+// delivers and schedules as many large payloads as it did before reuses
+// without an allocation, and at least keepBytes' worth.
+func (cl *class) keep() int { return max(cl.inUse, keepBytes/cl.size) }
 
 // Bytes is the memory the pool holds in chunks, their items' tags
 // included.
 func (p *Pool) Bytes() int {
 	n := 0
 	for i := range p.classes {
-		n += p.classes[i].byteCap + p.classes[i].free.Bytes()
+		n += p.classes[i].byteCap + p.classes[i].free.Bytes() + p.classes[i].bare.Bytes()
 	}
 	return n
 }

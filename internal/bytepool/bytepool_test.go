@@ -35,8 +35,13 @@ func TestClassBoundaries(t *testing.T) {
 			t.Errorf("class of %d has size %d, want %d", tc.n, got, tc.classSize)
 		}
 		// The pool holds whole chunks of the class, at least one item,
-		// an 8-byte tag for each item, and its free list's room.
-		if want := max(1, chunkBytes/tc.classSize)*(tc.classSize+8) + freeRoom; p.Bytes() != want {
+		// an 8-byte tag for each item, and its free list's room (two
+		// lists for a class of one-item chunks: free and bare).
+		want := max(1, chunkBytes/tc.classSize)*(tc.classSize+8) + freeRoom
+		if tc.classSize >= chunkBytes {
+			want += freeRoom
+		}
+		if p.Bytes() != want {
 			t.Errorf("Alloc(%d): Bytes %d, want %d", tc.n, p.Bytes(), want)
 		}
 		// Every byte of the buffer is usable and read back through Get.
@@ -86,12 +91,91 @@ func TestFreeHasRoom(t *testing.T) {
 		for _, r := range refs {
 			p.Free(r)
 		}
-		if cl.free.Len() != count || cl.inUse != 0 {
-			t.Errorf("%d-byte items: %d free, %d in use after freeing %d", n, cl.free.Len(), cl.inUse, count)
+		if cl.free.Len()+cl.bare.Len() != count || cl.inUse != 0 {
+			t.Errorf("%d-byte items: %d free, %d bare, %d in use after freeing %d", n, cl.free.Len(), cl.bare.Len(), cl.inUse, count)
 		}
-		// Freed items are handed out again, the last freed first.
-		if r, _ := p.Alloc(n, 0); r != refs[count-1] {
-			t.Errorf("%d-byte items: Alloc after Free gave %d, want %d", n, r, refs[count-1])
+		// Freed items are handed out again, the last freed first (of
+		// those a class of one-item chunks kept the memory of).
+		want := refs[count-1]
+		if top, ok := cl.free.Top(); ok && n >= chunkBytes {
+			want = uint32(classOf(n))<<idxBits | (top + 1)
+		}
+		if r, _ := p.Alloc(n, 0); r != want {
+			t.Errorf("%d-byte items: Alloc after Free gave %d, want %d", n, r, want)
+		}
+	}
+}
+
+// TestLargeClassesGiveBack: a class of one-item chunks holds the memory
+// of at most max(in use, keepBytes' worth) freed items: after a burst is
+// freed the pool is back near its size before it; items handed out again
+// keep their contents; and a steady churn below the bound allocates
+// nothing.
+func TestLargeClassesGiveBack(t *testing.T) {
+	for _, n := range []int{chunkBytes, 200_000, MaxLen} {
+		var p Pool
+		size := 1 << (classOf(n) + minShift)
+		hold, _ := p.Alloc(n, 1) // one that stays throughout
+		base := p.Bytes()
+		burst := 2*keepBytes/size + 8 // past twice the floor
+		refs := make([]uint32, burst)
+		for i := range refs {
+			var buf []byte
+			refs[i], buf = p.Alloc(n, uint64(i))
+			buf[0], buf[n-1] = byte(i), byte(i+1)
+		}
+		peak := p.Bytes()
+		// Free in halves: while half the burst is in use, the pool
+		// keeps at most that many freed items.
+		for _, r := range refs[:burst/2] {
+			p.Free(r)
+		}
+		cl := &p.classes[classOf(n)]
+		if kept := cl.free.Len(); kept > max(cl.inUse, keepBytes/size) {
+			t.Fatalf("%d-byte items: %d freed items kept with %d in use", n, kept, cl.inUse)
+		}
+		for i, r := range refs[burst/2:] {
+			i += burst / 2
+			if tag, room := p.Load(r); tag != uint64(i) || room[0] != byte(i) || room[n-1] != byte(i+1) {
+				t.Fatalf("%d-byte items: item %d changed while others were given back", n, i)
+			}
+			p.Free(r)
+		}
+		floor := keepBytes + burst*8 // and every item's tag stays
+		if got := p.Bytes(); got > base+floor {
+			t.Errorf("%d-byte items: %d bytes after the burst was freed, want at most %d (%d before it, %d at its peak)", n, got, base+floor, base, peak)
+		}
+		// Handed out again, whether kept or bare: whole, writable rooms.
+		for i := range refs {
+			var buf []byte
+			refs[i], buf = p.Alloc(n, uint64(i))
+			if len(buf) != n {
+				t.Fatalf("%d-byte items: Alloc gave %d bytes", n, len(buf))
+			}
+			buf[0], buf[n-1] = byte(i), byte(i+1)
+		}
+		for i, r := range refs {
+			if tag, room := p.Load(r); tag != uint64(i) || room[0] != byte(i) || room[n-1] != byte(i+1) || len(room) != size {
+				t.Fatalf("%d-byte items: item %d does not read back", n, i)
+			}
+		}
+		if p.Bytes() != peak {
+			t.Errorf("%d-byte items: %d bytes with the burst back, want %d as at its peak", n, p.Bytes(), peak)
+		}
+		// Churn: as many freed as handed out, below the bound.
+		allocs := testing.AllocsPerRun(100, func() {
+			for _, r := range refs[:8] {
+				p.Free(r)
+			}
+			for i := range 8 {
+				refs[i], _ = p.Alloc(n, 0)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%d-byte items: churn allocates %.1f per run", n, allocs)
+		}
+		if tag, _ := p.Load(hold); tag != 1 {
+			t.Errorf("%d-byte items: the item held throughout changed", n)
 		}
 	}
 }
