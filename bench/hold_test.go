@@ -17,12 +17,16 @@ var holdSizes = []int{10_000, 100_000, 1_000_000}
 
 const bigSize = 4_000_000
 
-func sizes() []int {
+func sizes() []int { return withNamed(holdSizes, bigSize) }
+
+// withNamed is sizes, and big after them when the -bench pattern names it
+// (as "4000000"), never in -short: a size too big to run by default.
+func withNamed(sizes []int, big int) []int {
 	f := flag.Lookup("test.bench")
-	if testing.Short() || f == nil || !strings.Contains(f.Value.String(), fmt.Sprint(bigSize)) {
-		return holdSizes
+	if testing.Short() || f == nil || !strings.Contains(f.Value.String(), fmt.Sprint(big)) {
+		return sizes
 	}
-	return append(holdSizes[:len(holdSizes):len(holdSizes)], bigSize)
+	return append(sizes[:len(sizes):len(sizes)], big)
 }
 
 // BenchmarkHold: one op is one timer moved, popped when due and re-inserted
