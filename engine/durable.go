@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/timerlane/timerlane/internal/radix"
+	"github.com/timerlane/timerlane/internal/scratch"
 	"github.com/timerlane/timerlane/internal/vfs"
 	"github.com/timerlane/timerlane/wal"
 )
@@ -65,7 +66,7 @@ type durable struct {
 	ups      []uint32
 	dels     []uint32
 	nfair    uint32
-	buf      []byte
+	buf      scratch.Buf // the record's body
 	failed   error
 	readOnly bool // OpenReadOnly: every block call fails with ErrReadOnly
 }
@@ -289,7 +290,7 @@ func (e *Engine) logBlock() error {
 	}
 	d.ups, d.dels = ups, dels
 	e.sortBySeq(ups, &d.seqs)
-	b := append(d.buf[:0], 1)
+	b := append(d.buf.Take(), 1)
 	b = binary.BigEndian.AppendUint64(b, e.height)
 	b = e.appendSchedulerEntry(b)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ups)))
@@ -304,9 +305,10 @@ func (e *Engine) logBlock() error {
 	b = append(b, d.fair...)
 	root := e.Root()
 	b = append(b, root[:]...)
-	d.buf = b
 	d.journal, d.fair, d.nfair = d.journal[:0], d.fair[:0], 0
-	if err := d.log.Append(d.rec+1, b); err != nil {
+	err := d.log.Append(d.rec+1, b)
+	d.buf.Keep(b)
+	if err != nil {
 		return err
 	}
 	d.rec++

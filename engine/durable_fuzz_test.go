@@ -22,7 +22,7 @@ func FuzzApplyRecord(f *testing.F) {
 	p := &program{r: rand.New(rand.NewPCG(3, 3)), policy: PolicyLane}
 	for h := uint64(1); h <= 3; h++ {
 		p.block(f, d, h)
-		f.Add(bytes.Clone(d.dur.buf))
+		f.Add(bytes.Clone(d.dur.buf.Last()))
 	}
 	f.Add([]byte{1})
 	f.Fuzz(func(t *testing.T, rec []byte) {

@@ -733,3 +733,59 @@ func TestReadOnlyStartsFromTheNewestSnapshot(t *testing.T) {
 	require.NoError(t, ro.Close())
 	require.NoError(t, d.Close())
 }
+
+// TestLargeBlockBuffersGiveRoomBack: a block of 100 payloads of 200 KB
+// grows the buffers that encode its record (the body here, its frame in
+// the log) to about 20 MB each; the blocks of small payloads after it
+// take that room back to the heap (scratch.Buf), where it stayed for the
+// life of the process until session 41's soak found it.
+func TestLargeBlockBuffersGiveRoomBack(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RollbackDepth = 4
+	d, err := openFS(vfs.NewMem(), "db", cfg, wal.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	big := make([]byte, 200_000)
+	for i := range big {
+		big[i] = byte(i * 7) // not compressible to nothing
+	}
+	liveHeap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	block := func(h uint64, n int, payload []byte) {
+		require.NoError(t, d.BeginBlock(h))
+		tx, err := d.Begin(Address{1}, h)
+		require.NoError(t, err)
+		for k := range n {
+			tx.SetNonce(h<<8 | uint64(k))
+			_, _, err := tx.Schedule(h+2, payload)
+			require.NoError(t, err)
+		}
+		require.NoError(t, tx.Commit())
+		_, err = d.EndBlock(nopExec{})
+		require.NoError(t, err)
+		require.NoError(t, d.Commit())
+	}
+	h := uint64(0)
+	for range 20 {
+		h++
+		block(h, 10, []byte("small"))
+	}
+	before := liveHeap()
+	h++
+	block(h, 100, big)
+	require.Greater(t, cap(d.dur.buf.Last()), 20_000_000, "the large block's record body")
+	for range 150 {
+		h++
+		block(h, 10, []byte("small"))
+	}
+	require.Less(t, cap(d.dur.buf.Last()), 1<<20, "the record body's room after the large block")
+	// The payloads left with the history, but for the 8 MiB that their
+	// size class keeps (bytepool); the log's frame, the other 20 MB, is
+	// gone too.
+	after := liveHeap()
+	require.Less(t, after, before+12<<20, "live heap %d before the large block, %d after", before, after)
+	require.NoError(t, d.Close())
+}

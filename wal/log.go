@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/timerlane/timerlane/internal/scratch"
 	"github.com/timerlane/timerlane/internal/vfs"
 )
 
@@ -195,7 +196,7 @@ type Log struct {
 	rec  Recovery
 	plan []replaySeg // what Replay reads
 
-	buf []byte
+	buf scratch.Buf // the frame of the record being appended
 
 	job *snapJob // the snapshot being written, if any (StartSnapshot); guarded by wmu
 	// reported: a call has returned the log's failure (guarded by wmu), so
@@ -373,17 +374,18 @@ func (l *Log) Append(height uint64, body []byte) (err error) {
 	if len(body) > l.opts.MaxBodySize {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(body), l.opts.MaxBodySize)
 	}
-	l.buf = appendRecord(l.buf[:0], height, body, l.opts.Compression, l.zenc)
-	if l.cur == nil || l.curNext != height || (l.curSize > segHeaderSize && l.curSize+int64(len(l.buf)) > l.opts.SegmentSize) {
+	rec := appendRecord(l.buf.Take(), height, body, l.opts.Compression, l.zenc)
+	defer l.buf.Keep(rec)
+	if l.cur == nil || l.curNext != height || (l.curSize > segHeaderSize && l.curSize+int64(len(rec)) > l.opts.SegmentSize) {
 		if err := l.rotate(height); err != nil {
 			return err
 		}
 	}
-	if _, err := l.cur.Write(l.buf); err != nil {
+	if _, err := l.cur.Write(rec); err != nil {
 		return l.fail("append", err)
 	}
 	l.mu.Lock()
-	l.curSize += int64(len(l.buf))
+	l.curSize += int64(len(rec))
 	l.curNext = height + 1
 	l.curDirty = true
 	l.written = height
