@@ -23,7 +23,7 @@ func (s *Buf) Last() []byte { return s.b }
 // Keep takes back b, what Take returned with a use's bytes appended. It
 // keeps b's room for the next use unless that room is over keepBytes and
 // four times the recent uses' high-water mark: past a use far larger than
-// the others, about 90 uses of a quarter of its size or less.
+// the others, within about 90 uses of a quarter of its size or less.
 // (Four, not two: append grows a buffer by up to twice its need.)
 func (s *Buf) Keep(b []byte) {
 	s.high = max(len(b), s.high-s.high/64)
