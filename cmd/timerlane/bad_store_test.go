@@ -72,8 +72,9 @@ func flipInRecord(t *testing.T, seg string, k int) {
 
 // TestEngineErrorsNameTheCommandOnce: an error of the engine (here a
 // record whose checksum holds but whose body does not decode, as a bug
-// that wrote it would leave) reads "timerlane verify: bad log record",
-// not "timerlane verify: timerlane: bad log record".
+// that wrote it would leave) reads "timerlane verify: record 2: bad log
+// record: ...", not "timerlane verify: record 2: timerlane: bad log
+// record: ...".
 func TestEngineErrorsNameTheCommandOnce(t *testing.T) {
 	dir, seg := storeBlocks(t, 3, 2)
 	b, err := os.ReadFile(seg)
