@@ -1,8 +1,8 @@
 // Package scratch holds Buf, a byte buffer reused from one use to the
 // next, as the log's record buffers are, that gives back the room a rare
-// large use left in it. A block of many large payloads grows the buffers that encode its
-// record to about its size each; kept, that room would stay for the life
-// of the process, whatever the blocks after it.
+// large use left in it. A block of many large payloads grows the buffers
+// that encode its record to about its size each; kept, that room would
+// stay for the life of the process, whatever the blocks after it.
 package scratch
 
 // keepBytes is the room a Buf keeps whatever its uses.
