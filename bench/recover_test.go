@@ -2,11 +2,13 @@ package bench
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/timerlane/timerlane/engine"
+	"github.com/timerlane/timerlane/wal"
 )
 
 // BenchmarkRecover: one op is engine.Open of a directory holding 1,040,000
@@ -252,4 +254,76 @@ type countingWriter struct{ n int64 }
 func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	return len(p), nil
+}
+
+// BenchmarkRecoverTail: one op is engine.Open of a directory where the
+// snapshot is followed by the longest tail the default settings leave:
+// SnapshotEvery-1 records (999) of a steady load, 2,000 timers scheduled
+// and about as many delivered per block, about 200,000 pending (empty
+// payloads). Recovery replays every record of the tail; with the state
+// root on, it checks the last record's root.
+func BenchmarkRecoverTail(b *testing.B) {
+	for _, root := range []bool{false, true} {
+		b.Run(fmt.Sprintf("root=%v", root), func(b *testing.B) {
+			dir := b.TempDir()
+			cfg := engine.DefaultConfig()
+			cfg.StateRoot, cfg.RollbackDepth = root, benchRollbackDepth
+			cfg.Sync = wal.SyncInterval(time.Second) // the setup's pace, not the recovery's
+			e, err := engine.Open(dir, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const perBlock, maxDelay = 2_000, 200
+			blocks := uint64(2*engine.DefaultSnapshotEvery - 1)
+			rng := rand.New(rand.NewPCG(1, 2))
+			n := uint64(0)
+			for h := uint64(1); h <= blocks; h++ {
+				if err := e.BeginBlock(h); err != nil {
+					b.Fatal(err)
+				}
+				for k := 0; k < perBlock; k += 100 {
+					tx, err := e.Begin(actors[(n/100)%nActors], 0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for range 100 {
+						n++
+						tx.SetNonce(n)
+						if _, _, err := tx.Schedule(h+1+rng.Uint64N(maxDelay), nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := e.EndBlock(nop); err != nil {
+					b.Fatal(err)
+				}
+				if err := e.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pending, want := e.Pending(), e.Root()
+			if err := e.Close(); err != nil {
+				b.Fatal(err)
+			}
+			e = nil
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				runtime.GC()
+				b.StartTimer()
+				r, err := engine.Open(dir, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.Pending() != pending || r.Root() != want {
+					b.Fatalf("recovered %d pending, root %x; want %d, %x", r.Pending(), r.Root(), pending, want)
+				}
+				r.Close()
+			}
+			b.ReportMetric(float64(pending), "timers")
+		})
+	}
 }

@@ -789,3 +789,94 @@ func TestLargeBlockBuffersGiveRoomBack(t *testing.T) {
 	require.Less(t, after, before+12<<20, "live heap %d before the large block, %d after", before, after)
 	require.NoError(t, d.Close())
 }
+
+// TestRecoveryRebuildsAStaleTree: a tail of records that changed more
+// timers than twice the pending ones and dirtyFree is recovered with a
+// tree built anew from the state, hashed once (one Keccak-256 per node),
+// not fed the changes and rehashed as they came. The recovered engine has
+// the root and leaves of an in-memory engine that ran the same blocks, and
+// stays in step with it, rollback included.
+func TestRecoveryRebuildsAStaleTree(t *testing.T) {
+	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
+		t.Run(policy.String(), func(t *testing.T) {
+			cfg := rollbackConfig(policy, [3]uint64{16, 8, 3}, 4)
+			cfg.SnapshotEvery = 200
+			fs := vfs.NewMem()
+			d, err := openFS(fs, "db", cfg, quietLog)
+			require.NoError(t, err)
+			ref, err := New(cfg)
+			require.NoError(t, err)
+			for _, a := range []Address{{1}, {2}, {3}, bulk} {
+				require.NoError(t, d.Ledger().Credit(a, Amount{Lo: 1 << 60}))
+				require.NoError(t, ref.Ledger().Credit(a, Amount{Lo: 1 << 60}))
+			}
+			pd := &program{r: rand.New(rand.NewPCG(3, 4)), policy: policy}
+			pr := &program{r: rand.New(rand.NewPCG(3, 4)), policy: policy}
+			// Block h: the program's random calls, then 250 timers of the
+			// bulk actor for the next block, whose handler costs little
+			// (all of them fire).
+			block := func(e *Engine, p *program, h uint64) {
+				require.NoError(t, e.BeginBlock(h))
+				p.txs(t, e, h)
+				tx, err := e.Begin(bulk, h)
+				require.NoError(t, err)
+				f := &Fees{} // a small gas limit: under lane, all of them fit the block
+				if policy == PolicyLane {
+					f.Set, f.GasLimit = HasGasLimit, 100
+				}
+				for k := range 250 {
+					_, err := tx.ScheduleFees(h+1, []byte{byte(k), byte(k >> 8)}, f)
+					require.NoError(t, err)
+				}
+				require.NoError(t, tx.Commit())
+				_, err = e.EndBlock(bulkExec{rootExec{r: p.r, live: &p.live}})
+				require.NoError(t, err)
+				require.NoError(t, e.Commit())
+			}
+			h := uint64(1)
+			for ; h <= 599; h++ { // snapshots at 200 and 400, 199 records after
+				block(d, pd, h)
+				block(ref, pr, h)
+			}
+			require.Equal(t, ref.Root(), d.Root())
+			ledger := d.Ledger()
+			require.NoError(t, d.Close())
+
+			d, err = openFS(fs, "db", cfg, quietLog)
+			require.NoError(t, err)
+			d.SetLedger(ledger)
+			require.Equal(t, uint64(400), d.dur.log.SnapshotHeight())
+			require.Greater(t, 199*2*250, 2*d.Pending()+dirtyFree, "the tail trips the rebuild")
+			require.Equal(t, ref.Height(), d.Height())
+			require.Equal(t, ref.Root(), d.Root())
+			require.NoError(t, d.CheckRoot())
+			require.ElementsMatch(t, ref.Leaves(), d.Leaves())
+			leaves := uint64(d.root.tree.Len())
+			require.Equal(t, 2*leaves-1, d.root.tree.Hashes(), "one hash per node of the rebuilt tree")
+
+			require.NoError(t, d.Rollback(h-3))
+			require.NoError(t, ref.Rollback(h-3))
+			require.Equal(t, ref.Root(), d.Root())
+			for h = h - 2; h <= 620; h++ {
+				block(d, pd, h)
+				block(ref, pr, h)
+				require.Equal(t, ref.Root(), d.Root(), "block %d", h)
+			}
+			require.NoError(t, d.Close())
+		})
+	}
+}
+
+// bulk is the actor of TestRecoveryRebuildsAStaleTree's many timers.
+var bulk = Address{9}
+
+// bulkExec runs bulk's timers at 100 cycles and leaves the others to
+// rootExec.
+type bulkExec struct{ rootExec }
+
+func (x bulkExec) Execute(tx Tx, d *Delivery) (Usage, error) {
+	if d.Actor == bulk {
+		return Usage{Cycles: 100}, nil
+	}
+	return x.rootExec.Execute(tx, d)
+}

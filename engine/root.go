@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 
 	"golang.org/x/crypto/sha3"
 
@@ -51,6 +52,11 @@ type stateRoot struct {
 	buf   []byte
 	h     hash.Hash
 	sum   [32]byte
+	// stale says the tree is out of date and dirty does not say where:
+	// the next flush builds a new tree from the whole state (rebuildTree).
+	// Recovery sets it when a tail of records changed more timers than a
+	// rebuild costs.
+	stale bool
 }
 
 func newStateRoot() *stateRoot {
@@ -109,10 +115,17 @@ func (e *Engine) Root() [32]byte {
 // a new tree, trusting no cached hash.
 func (e *Engine) scratchRoot() [32]byte {
 	t := merkle.New()
-	for _, l := range e.Leaves() {
-		t.Set(l.Key, keccak(l.Encoding))
-	}
+	h := newStateRoot()
+	e.eachLeaf(func(_ string, key *[32]byte, enc []byte) { t.Set(*key, h.hash(enc)) })
 	return t.Root()
+}
+
+// rebuildTree replaces the tree with one built from the whole state, for
+// a tree that is stale.
+func (e *Engine) rebuildTree() {
+	s := e.root
+	s.tree, s.stale = merkle.New(), false
+	e.eachLeaf(func(_ string, key *[32]byte, enc []byte) { s.tree.Set(*key, s.hash(enc)) })
 }
 
 // ErrRootMismatch is CheckRoot's finding: the maintained root is not the
@@ -170,6 +183,11 @@ const rootKeep = 1 << 16
 // changes for reuse if its capacity is at most keep.
 func (e *Engine) flushRoot(keep int) {
 	s := e.root
+	if s.stale {
+		e.rebuildTree() // its scheduler leaf too
+		s.dirty = dropLarge(s.dirty, keep)
+		return
+	}
 	// In the order of the ids' first 8 bytes, consecutive changes share
 	// the upper part of their paths, which then stays in cache, and a
 	// timer changed twice mostly comes up twice in a row (then once is enough).
@@ -194,12 +212,20 @@ func (e *Engine) flushRoot(keep int) {
 	// A bulk load (a million timers in a block) must not leave 32 MB
 	// behind; a list of up to keep changes is reused.
 	if cap(s.dirty) > keep {
-		s.dirty, s.order, s.spare = nil, nil, nil
-	} else {
-		s.dirty = s.dirty[:0]
+		s.order, s.spare = nil, nil
 	}
+	s.dirty = dropLarge(s.dirty, keep)
 	s.buf = e.appendScheduler(s.buf[:0])
 	s.tree.Set(keyScheduler, s.hash(s.buf))
+}
+
+// dropLarge empties the list of changes, keeping its room if that is at
+// most keep.
+func dropLarge(dirty []TimerID, keep int) []TimerID {
+	if cap(dirty) > keep {
+		return nil
+	}
+	return dirty[:0]
 }
 
 // appendFairKey appends the preimage of a fairness-window entry's key:
@@ -233,7 +259,7 @@ func (e *Engine) fairValue(n uint64) [32]byte {
 // fairAdded and fairExpired keep the fairness leaves in step with the
 // window.
 func (e *Engine) fairAdded(height uint64, actor uint32, n uint64) {
-	if e.root == nil {
+	if e.root == nil || e.root.stale {
 		return
 	}
 	k := e.fairKey(height, &e.actors.at(actor).addr)
@@ -241,7 +267,7 @@ func (e *Engine) fairAdded(height uint64, actor uint32, n uint64) {
 }
 
 func (e *Engine) fairExpired(height uint64, actor uint32, _ uint64) {
-	if e.root == nil {
+	if e.root == nil || e.root.stale {
 		return
 	}
 	e.root.tree.Delete(e.fairKey(height, &e.actors.at(actor).addr))
@@ -382,12 +408,23 @@ type Leaf struct {
 // vectors and roots computed from scratch.
 func (e *Engine) Leaves() []Leaf {
 	var out []Leaf
+	e.eachLeaf(func(kind string, key *[32]byte, enc []byte) {
+		out = append(out, Leaf{Kind: kind, Key: *key, Encoding: slices.Clone(enc)})
+	})
+	return out
+}
+
+// eachLeaf calls f with every leaf of the current state, as Leaves lists
+// them; enc is valid only until f returns.
+func (e *Engine) eachLeaf(f func(kind string, key *[32]byte, enc []byte)) {
+	var buf []byte
 	// Only pending timers: during an end of block the deferred list still
 	// holds the timers taken to fire in it, and a timer cancelled in the
 	// open transaction stays in its tier until the commit unlinks it.
 	timer := func(i uint32) {
 		if j, ok := e.ids.get(&e.recs.At(i).id); ok && j == i {
-			out = append(out, Leaf{Kind: "timer", Key: e.recs.At(i).id, Encoding: e.appendTimer(nil, i)})
+			buf = e.appendTimer(buf[:0], i)
+			f("timer", (*[32]byte)(&e.recs.At(i).id), buf)
 		}
 	}
 	e.q.Walk(func(x ring.Entry, _ calendar.Tier) { timer(x.Val) })
@@ -395,8 +432,11 @@ func (e *Engine) Leaves() []Leaf {
 		timer(i)
 	}
 	e.lane.window.Walk(func(h uint64, a uint32, n uint64) {
-		key := keccak(appendFairKey(nil, h, &e.actors.at(a).addr))
-		out = append(out, Leaf{Kind: "fairness", Key: key, Encoding: appendFairValue(nil, n)})
+		buf = appendFairKey(buf[:0], h, &e.actors.at(a).addr)
+		key := keccak(buf)
+		buf = appendFairValue(buf[:0], n)
+		f("fairness", &key, buf)
 	})
-	return append(out, Leaf{Kind: "scheduler", Key: keyScheduler, Encoding: e.appendScheduler(nil)})
+	buf = e.appendScheduler(buf[:0])
+	f("scheduler", &keyScheduler, buf)
 }

@@ -382,9 +382,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 		if image != nil {
 			e.root.tree = image
 		} else {
-			for _, l := range e.Leaves() {
-				e.root.tree.Set(l.Key, keccak(l.Encoding))
-			}
+			e.rebuildTree()
 		}
 	}
 	want := e.pending + e.lane.window.Entries() + 1 // and the scheduler
