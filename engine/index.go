@@ -165,6 +165,21 @@ func (x *idIndex) prefetchRun(tag uint64) {
 	prefetch.Lines(unsafe.Pointer(slotAt(s, h)), unsafe.Pointer(slotAt(s, h|7+1)), nil, nil)
 }
 
+// candidate returns the record of the first slot of tag's run that has
+// tag, without reading any id: the record a lookup of an id with that tag
+// will most likely compare, which a caller can start loading.
+func (x *idIndex) candidate(tag uint64) (uint32, bool) {
+	s := x.dir[tag&x.mask].seg
+	for p := home(tag); ; p = (p + 1) & segMask {
+		switch v := *slotAt(s, p); {
+		case v == 0:
+			return 0, false
+		case v>>32 == tag:
+			return uint32(v), true
+		}
+	}
+}
+
 // lookup finds id: its record and slot, or the slot where it would go.
 func (x *idIndex) lookup(id *TimerID) (slot, uint32, bool) {
 	s, ok := x.find(id, x.tag(id))
