@@ -28,61 +28,11 @@ func BenchmarkRecover(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			const perBlock, blocks = 10_000, 120
 			n := uint64(0)
-			for h := uint64(1); h <= blocks; h++ {
-				if err := e.BeginBlock(h); err != nil {
-					b.Fatal(err)
-				}
-				count := perBlock
-				if h > 100 {
-					count = perBlock / 5 // 20 records of 2,000 after the snapshot
-				}
-				for k := 0; k < count; k += 100 { // 100 timers per actor and transaction
-					tx, err := e.Begin(actors[(n/100)%nActors], 0)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for range 100 {
-						n++
-						tx.SetNonce(n)
-						if _, _, err := tx.Schedule(1_000_000+n%500_000, nil); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := tx.Commit(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := e.EndBlock(nop); err != nil {
-					b.Fatal(err)
-				}
-				if err := e.Commit(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			pending := e.Pending()
-			if err := e.Close(); err != nil {
-				b.Fatal(err)
-			}
-			e = nil
-			b.ResetTimer()
-			for b.Loop() {
-				// As in a fresh process: no garbage of an earlier engine
-				// for the collector to trace in this one's time.
-				b.StopTimer()
-				runtime.GC()
-				b.StartTimer()
-				r, err := engine.Open(dir, cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r.Pending() != pending {
-					b.Fatalf("recovered %d pending, want %d", r.Pending(), pending)
-				}
-				r.Close()
-			}
-			b.ReportMetric(float64(pending), "timers")
+			at := func(_, n uint64) uint64 { return 1_000_000 + n%500_000 }
+			scheduleBlocks(b, e, 1, 100, 10_000, &n, at)
+			scheduleBlocks(b, e, 101, 120, 2_000, &n, at) // 20 records after the snapshot
+			reopen(b, e, dir, cfg)
 		})
 	}
 }
@@ -273,57 +223,94 @@ func BenchmarkRecoverTail(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			const perBlock, maxDelay = 2_000, 200
-			blocks := uint64(2*engine.DefaultSnapshotEvery - 1)
 			rng := rand.New(rand.NewPCG(1, 2))
 			n := uint64(0)
-			for h := uint64(1); h <= blocks; h++ {
-				if err := e.BeginBlock(h); err != nil {
-					b.Fatal(err)
-				}
-				for k := 0; k < perBlock; k += 100 {
-					tx, err := e.Begin(actors[(n/100)%nActors], 0)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for range 100 {
-						n++
-						tx.SetNonce(n)
-						if _, _, err := tx.Schedule(h+1+rng.Uint64N(maxDelay), nil); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if err := tx.Commit(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := e.EndBlock(nop); err != nil {
-					b.Fatal(err)
-				}
-				if err := e.Commit(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			pending, want := e.Pending(), e.Root()
-			if err := e.Close(); err != nil {
+			scheduleBlocks(b, e, 1, 2*engine.DefaultSnapshotEvery-1, 2_000, &n,
+				func(h, _ uint64) uint64 { return h + 1 + rng.Uint64N(200) })
+			reopen(b, e, dir, cfg)
+		})
+	}
+}
+
+// BenchmarkRecoverBulk: one op is engine.Open of a directory holding 20
+// records of 100,000 new timers each (empty payloads, 2,000,000 pending)
+// and no snapshot yet, as in a chain's first SnapshotEvery blocks after a
+// bulk load: recovery replays every record and, with the state root on,
+// builds the tree of all of them for the last record's root.
+func BenchmarkRecoverBulk(b *testing.B) {
+	for _, root := range []bool{false, true} {
+		b.Run(fmt.Sprintf("root=%v", root), func(b *testing.B) {
+			dir := b.TempDir()
+			cfg := engine.DefaultConfig()
+			cfg.StateRoot, cfg.RollbackDepth = root, benchRollbackDepth
+			cfg.Sync = wal.SyncInterval(time.Second) // the setup's pace, not the recovery's
+			e, err := engine.Open(dir, cfg)
+			if err != nil {
 				b.Fatal(err)
 			}
-			e = nil
-			b.ResetTimer()
-			for b.Loop() {
-				b.StopTimer()
-				runtime.GC()
-				b.StartTimer()
-				r, err := engine.Open(dir, cfg)
-				if err != nil {
+			n := uint64(0)
+			scheduleBlocks(b, e, 1, 20, 100_000, &n, func(_, n uint64) uint64 { return 1_000_000 + n%500_000 })
+			reopen(b, e, dir, cfg)
+		})
+	}
+}
+
+// reopen closes e, then times engine.Open of its directory: it checks
+// that the recovered engine has e's pending count and root.
+func reopen(b *testing.B, e *engine.Engine, dir string, cfg engine.Config) {
+	pending, want := e.Pending(), e.Root()
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		// As in a fresh process: no garbage of an earlier engine for the
+		// collector to trace in this one's time.
+		b.StopTimer()
+		runtime.GC()
+		b.StartTimer()
+		r, err := engine.Open(dir, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Pending() != pending || r.Root() != want {
+			b.Fatalf("recovered %d pending, root %x; want %d, %x", r.Pending(), r.Root(), pending, want)
+		}
+		r.Close()
+	}
+	b.ReportMetric(float64(pending), "timers")
+}
+
+// scheduleBlocks runs blocks from..to on e: each schedules perBlock
+// timers with empty payloads, 100 per actor and transaction, the timer of
+// nonce n in block h at height(h, n), and delivers what is due. n is the
+// last nonce used.
+func scheduleBlocks(b *testing.B, e *engine.Engine, from, to uint64, perBlock int, n *uint64, height func(h, n uint64) uint64) {
+	for h := from; h <= to; h++ {
+		if err := e.BeginBlock(h); err != nil {
+			b.Fatal(err)
+		}
+		for k := 0; k < perBlock; k += 100 {
+			tx, err := e.Begin(actors[(*n/100)%nActors], 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range 100 {
+				*n++
+				tx.SetNonce(*n)
+				if _, _, err := tx.Schedule(height(h, *n), nil); err != nil {
 					b.Fatal(err)
 				}
-				if r.Pending() != pending || r.Root() != want {
-					b.Fatalf("recovered %d pending, root %x; want %d, %x", r.Pending(), r.Root(), pending, want)
-				}
-				r.Close()
 			}
-			b.ReportMetric(float64(pending), "timers")
-		})
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := e.EndBlock(nop); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Commit(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

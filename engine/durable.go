@@ -507,8 +507,9 @@ func (e *Engine) applyRecord(body []byte) error {
 		// twice the pending timers, the tree is built anew from the state
 		// when the last record's root is checked, in fewer hashes than
 		// these changes would take (flushing them into the tree and
-		// rehashing it, as the recovery of 999 records of a steady load
-		// did, took four times as long as the replay: BenchmarkRecoverTail).
+		// rehashing it every 65,536 changes made the recovery of 999
+		// records of a steady load 10.4 s, against 1.5 s for the replay
+		// alone: BenchmarkRecoverTail, docs/DURABILITY.md).
 		e.root.stale = true
 		e.root.dirty = dropLarge(e.root.dirty, rootKeep)
 	}
