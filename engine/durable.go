@@ -403,17 +403,21 @@ func (e *Engine) applyRecord(body []byte) error {
 	if !ok {
 		return bad("truncated")
 	}
-	for k := uint32(0); k < nDels; k++ {
-		id := take(32)
-		if id == nil {
-			return bad("truncated delete %d", k)
-		}
-		if i, ok := e.ids.get((*TimerID)(id)); ok {
+	if uint64(nDels)*32 > uint64(len(b)) {
+		return bad("truncated delete %d", len(b)/32)
+	}
+	dels := take(32 * int(nDels))
+	del := func(k int) *TimerID { return (*TimerID)(dels[32*k:][:32]) }
+	for k := range int(nDels) {
+		e.lookupAhead(del, k, int(nDels))
+		if i, ok := e.ids.get(del(k)); ok {
 			e.drop(i)
 		}
 	}
 	var lastNew uint64 // new timers come in insertion order
-	for _, u := range ups {
+	upID := func(k int) *TimerID { return &ups[k].id }
+	for k, u := range ups {
+		e.lookupAhead(upID, k, len(ups))
 		t, err := e.decodeTimer(u.enc)
 		if err != nil {
 			return bad("upsert %s: %v", u.id, err)

@@ -180,6 +180,26 @@ func (x *idIndex) candidate(tag uint64) (uint32, bool) {
 	}
 }
 
+// lookAhead is how many places ahead of its lookup a pass of lookups
+// loads an id's record, and twice that its slot (lookupAhead).
+const lookAhead = 8
+
+// lookupAhead serves place k of a pass of n lookups of the ids id(0),
+// id(1), ..., which lie at random in the index: each lookup would wait
+// for its slot, then its record. It loads the record of id(k+lookAhead),
+// whose slot it loaded lookAhead places before, and the slot of
+// id(k+2*lookAhead), so that their misses overlap the lookups before.
+func (e *Engine) lookupAhead(id func(int) *TimerID, k, n int) {
+	if j := k + lookAhead; j < n {
+		if r, ok := e.ids.candidate(e.ids.tag(id(j))); ok {
+			e.prefetchRec(r)
+		}
+		if j += lookAhead; j < n {
+			e.ids.prefetchRun(e.ids.tag(id(j)))
+		}
+	}
+}
+
 // lookup finds id: its record and slot, or the slot where it would go.
 func (x *idIndex) lookup(id *TimerID) (slot, uint32, bool) {
 	s, ok := x.find(id, x.tag(id))
