@@ -117,7 +117,7 @@ func (e *Engine) Root() [32]byte {
 // a new tree, trusting no cached hash.
 func (e *Engine) scratchRoot() [32]byte {
 	t := merkle.New()
-	h := newStateRoot()
+	h := &stateRoot{h: sha3.NewLegacyKeccak256()}
 	e.eachLeaf(func(_ string, key *[32]byte, enc []byte) { t.Set(*key, h.hash(enc)) })
 	return t.Root()
 }
