@@ -88,7 +88,9 @@ func Open(dir string, cfg Config) (*Engine, error) {
 // has the directory open, on a copy, or without write access. Every block
 // call (BeginBlock, SkipEmpty, Rollback) fails with ErrReadOnly; queries
 // such as Root, Lookup, Prove, CheckRoot and WriteSnapshot work. The
-// directory must exist.
+// directory must exist. Beside a node that writes it, an error matching
+// wal.ErrChanged, or fs.ErrNotExist for a file the node removed as it was
+// read, says to try again: it is not damage.
 func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
 	return openFS(vfs.OS, dir, cfg, wal.Options{ReadOnly: true})
 }

@@ -25,9 +25,24 @@ import (
 // torn tail of the last segment is not damage: Open cuts it (and reports
 // it). A file removed between the listing and its reading (by a writer
 // beside Check, which removes the older files as it writes newer ones) is
-// skipped.
+// skipped. Damage or a failure found while the directory's files changed
+// (a writer truncated a segment to roll back, or removed a file) is
+// ErrChanged instead: read again.
 func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	fsys = orOS(fsys)
+	before := dirState(fsys, dir)
+	bad, err := check(fsys, dir, opts)
+	found := err
+	if len(bad) > 0 && err == nil {
+		found = bad[0]
+	}
+	if changed := unlessChanged(fsys, dir, before, found); errors.Is(changed, ErrChanged) {
+		return nil, changed
+	}
+	return bad, err
+}
+
+func check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	opts = opts.withDefaults()
 	var bad []*CorruptError
 	add := func(err error) error {

@@ -3,6 +3,8 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -41,7 +43,44 @@ var (
 	// is left, and cutting segments would only make it look like a new,
 	// empty log. Repair changes nothing then.
 	ErrNoBase = errors.New("wal: no valid snapshot, and no whole start of the log")
+	// ErrChanged is returned by a read-only Open, Replay or Check that
+	// failed while the log's files changed under it: a writer beside it
+	// appended, truncated (a rollback) or removed them. It says nothing of
+	// damage (it never matches ErrCorrupt): read again.
+	ErrChanged = errors.New("wal: the log's files changed as they were read (a writer beside the reader); read again")
 )
+
+// changedError is ErrChanged with what the read found, which a writer's
+// change explains: the message keeps it, errors.Is only ErrChanged.
+func changedError(err error) error { return fmt.Errorf("%w: %v", ErrChanged, err) }
+
+// dirState lists the names and sizes of the files in dir: a reader that
+// fails compares it with the state it began with, to tell a writer's
+// change from damage.
+func dirState(fsys FS, dir string) string {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return "list: " + err.Error()
+	}
+	var b strings.Builder
+	for _, n := range names {
+		size, err := fsys.Stat(filepath.Join(dir, n))
+		if err != nil {
+			size = -1
+		}
+		fmt.Fprintf(&b, "%s %d\n", n, size)
+	}
+	return b.String()
+}
+
+// unlessChanged is err, or ErrChanged if dir's files are no longer the
+// ones the failed read began with (before).
+func unlessChanged(fsys FS, dir, before string, err error) error {
+	if err != nil && !errors.Is(err, ErrChanged) && dirState(fsys, dir) != before {
+		return changedError(err)
+	}
+	return err
+}
 
 // CorruptError says that a file of the log does not hold what the log
 // wrote, at a place where a crash cannot explain it (anywhere but the end

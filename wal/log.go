@@ -112,7 +112,8 @@ type Options struct {
 	// running node, on a copy, or on a directory it may not write. Beside
 	// a writer it sees the records that were whole when it read them, and
 	// a file the writer removes or truncates meanwhile makes Open or
-	// Replay fail (try again). Append, Sync, WriteSnapshot,
+	// Replay fail, with ErrChanged or an error of a file not found (try
+	// again). Append, Sync, WriteSnapshot,
 	// WriteSnapshotFunc, StartSnapshot and Truncate fail with ErrReadOnly
 	// (WaitSnapshot returns nil: no snapshot is ever in flight). Open with
 	// Repair, and Repair, refuse it.
@@ -800,6 +801,19 @@ func (l *Log) syncer(d time.Duration) {
 // after Open and before Append or Truncate; it re-reads the segments and
 // re-checks every record.
 func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
+	var fnErr error
+	err := l.replay(func(height uint64, body []byte) error {
+		fnErr = fn(height, body)
+		return fnErr
+	})
+	if err != nil && err != fnErr && l.opts.ReadOnly {
+		// Open read the same bytes whole: a writer has changed them since.
+		return changedError(err)
+	}
+	return err
+}
+
+func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 	next := l.rec.FirstHeight
 	var dec []byte
 	for _, ps := range l.plan {

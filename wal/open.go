@@ -78,9 +78,10 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err // a missing directory is not an empty log here
 	}
+	before := dirState(fsys, dir)
 	l := &Log{fs: fsys, dir: dir, opts: opts}
 	if err := l.recover(); err != nil {
-		return nil, err
+		return nil, unlessChanged(fsys, dir, before, err)
 	}
 	return l, nil
 }

@@ -1840,3 +1840,93 @@ func TestTornHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBesideARollback: a writer truncates its log (a rollback) while a
+// read-only Open, a Replay after it, or a Check reads the same files. What
+// the reader finds cut or gone is ErrChanged, never ErrCorrupt: nothing is
+// damaged, and reading again succeeds (found by the fault soak of session
+// 42: a monitor alerting on ErrCorrupt raised false alarms at reorgs).
+func TestReadBesideARollback(t *testing.T) {
+	base := vfs.NewMem()
+	l, _ := openCheck(t, base, "/wal", Options{SegmentSize: 1500})
+	appendRange(t, l, 1, 12)
+	snapshot(t, l, 12)
+	appendRange(t, l, 13, 25)
+	snapshot(t, l, 25)
+	appendRange(t, l, 26, 40)
+	l.Close()
+
+	// rollback opens a writer on m and truncates its log to 27, once,
+	// at the first read of a segment that holds record 27 or a later one.
+	rollback := func(t *testing.T, m *vfs.MemFS) func() {
+		w, err := Open(m, "/wal", Options{SegmentSize: 1500, Logf: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		done := false
+		return func() {
+			if !done {
+				done = true
+				if err := w.Truncate(27, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	late := func(path string) bool { // a segment past the snapshot at 25
+		segs := segmentsIn(t, base, "/wal")
+		return strings.HasSuffix(path, ".wal") && path >= "/wal/"+segs[len(segs)-2]
+	}
+	for _, tc := range []struct {
+		name string
+		read func(fsys vfs.FS, roll func()) error
+	}{{
+		name: "Open",
+		read: func(fsys vfs.FS, _ func()) error {
+			r, err := Open(fsys, "/wal", Options{ReadOnly: true, Logf: quiet})
+			if err == nil {
+				r.Close()
+			}
+			return err
+		},
+	}, {
+		name: "Replay",
+		read: func(fsys vfs.FS, roll func()) error {
+			r, err := Open(fsys, "/wal", Options{ReadOnly: true, Logf: quiet})
+			if err != nil {
+				return fmt.Errorf("Open: %w", err)
+			}
+			defer r.Close()
+			roll()
+			return r.Replay(func(uint64, []byte) error { return nil })
+		},
+	}, {
+		name: "Check",
+		read: func(fsys vfs.FS, _ func()) error {
+			bad, err := Check(fsys, "/wal", Options{})
+			if err == nil && len(bad) > 0 {
+				return bad[0]
+			}
+			return err
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base.Clone()
+			roll := rollback(t, m)
+			fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+				if op.Kind == errorfs.OpRead && late(op.Path) && tc.name != "Replay" {
+					roll()
+				}
+				return errorfs.Fault{}
+			}))
+			err := tc.read(fsys, roll)
+			if !errors.Is(err, ErrChanged) || errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%v, want ErrChanged and not ErrCorrupt", err)
+			}
+			if err := tc.read(m, func() {}); err != nil {
+				t.Fatalf("read again: %v", err)
+			}
+		})
+	}
+}

@@ -33,7 +33,7 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 	}
 	for try := 1; ; try++ {
 		e, err := openLog(dir, checkEvery)
-		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err == nil || !readAgain(err) {
 			return e, err
 		}
 		if try == readTries {
@@ -43,14 +43,21 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 }
 
 // readTries is how many times openDir reads a log whose files go missing
-// as it reads them: beside a running node, which removes its older
-// snapshots and segments as it writes new ones, a read that lists a file
-// and then opens it can find it gone. A file missing from the listing is
-// never looked for, so this is the only way to that error.
+// or change as it reads them: beside a running node, which removes its
+// older snapshots and segments as it writes new ones, a read that lists a
+// file and then opens it can find it gone (a file missing from the
+// listing is never looked for, so this is the only way to that error),
+// and one that reads a segment as the node rolls back finds it cut
+// (wal.ErrChanged).
 const readTries = 3
 
+// readAgain reports whether err is one that reading again can clear.
+func readAgain(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, wal.ErrChanged)
+}
+
 // goneHint ends the error of a read whose files kept going missing.
-const goneHint = "a node writing the directory removes its older files as it goes; run again"
+const goneHint = "a node writing the directory removes its older files as it goes, and cuts its log to roll back; run again"
 
 // gone is the error of a read whose files were still going missing at its
 // last try.
@@ -188,10 +195,10 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	// Recovery reads the newest snapshot and the log after it; the older
 	// files, kept for rollbacks and fallbacks, are checked too.
 	damaged, err := wal.Check(vfs.OS, args[0], wal.Options{})
-	for try := 2; errors.Is(err, fs.ErrNotExist) && try <= readTries; try++ {
+	for try := 2; readAgain(err) && try <= readTries; try++ {
 		damaged, err = wal.Check(vfs.OS, args[0], wal.Options{}) // see readTries
 	}
-	if errors.Is(err, fs.ErrNotExist) {
+	if readAgain(err) {
 		err = gone(err)
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 )
@@ -129,8 +130,12 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	}
 	buf := make([]byte, n)
 	m, err := f.ReadAt(buf, 0)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(m) == n) {
-		return buf[:m], err
+	switch {
+	case int64(m) == n:
+		return buf, nil
+	case err == nil || errors.Is(err, io.EOF):
+		// Shorter than its size a moment before: truncated meanwhile.
+		return buf[:m], fmt.Errorf("%s: %d of its %d bytes read: %w", name, m, n, io.ErrUnexpectedEOF)
 	}
-	return buf, nil
+	return buf[:m], err
 }
