@@ -299,7 +299,8 @@ func (e *Engine) releaseTaken(span []takenRec) {
 // exactly what they were then. It undoes up to Config.RollbackDepth
 // blocks: the target can be any block from the highest height reached
 // minus RollbackDepth on (ErrRollbackTooDeep for older ones; an engine opened
-// on a directory reaches back over the records it recovered). An engine
+// on a directory reaches back over the records it recovered: the log keeps
+// those of every such target, see docs/SPEC.md §14). An engine
 // with a log truncates it to the same block, so that reopening recovers
 // the rolled-back state; a failure there leaves the engine refusing
 // blocks, as after a failed Commit. The Ledger is the embedder's: a node
