@@ -20,7 +20,9 @@ import (
 // gives, and every record's checksum and height, each one more than the
 // one before; and that each segment starts at most one height after the
 // one before it ends (a missing segment; two may overlap after a crash in
-// a Repair that rewrote one); and the file NEWEST, whole, with a segment
+// a Repair that rewrote one), and that the newest one ends at or above
+// the newest whole snapshot (records lost below it, which the next
+// segment would follow after a gap); and the file NEWEST, whole, with a segment
 // at or past the record it names (the newest segment deleted whole). A
 // torn tail of the last segment is not damage: Open cuts it (and reports
 // it). A file removed between the listing and its reading (by a writer
@@ -63,8 +65,13 @@ func check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	// A file listed but gone when read was removed after the listing: a
 	// writer beside Check removes its older snapshots and segments as it
 	// writes new ones. It is skipped, as if listed after its removal.
+	var snapTop uint64 // the newest whole snapshot's height
 	for _, s := range ls.snaps {
-		if err := add(checkSnapshot(fsys, dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := checkSnapshot(fsys, dir, s)
+		if err == nil {
+			snapTop = max(snapTop, s.height)
+		}
+		if err := add(err); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return bad, err
 		}
 	}
@@ -87,13 +94,26 @@ func check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 		if ce != nil {
 			bad = append(bad, ce)
 		}
+		if i == len(ls.segs)-1 && ce == nil && end < snapTop {
+			// A log's record is on disk before its snapshot is written:
+			// only lost records (a repair truncating below the snapshot)
+			// leave this, and the next record would begin a segment
+			// after a gap.
+			bad = append(bad, &CorruptError{Segment: s.name, Offset: int64(len(data)),
+				Reason: fmt.Sprintf("%s: the newest segment ends at record %d, below the snapshot of record %d", reasonBehind, end, snapTop)})
+		}
 		prevEnd = end
 	}
 	return bad, nil
 }
 
-// reasonGap starts the reason of a gap between segments that Check finds.
-const reasonGap = "gap"
+// reasonGap starts the reason of a gap between segments that Check finds,
+// reasonBehind that of a newest segment that ends below the newest
+// snapshot.
+const (
+	reasonGap    = "gap"
+	reasonBehind = "behind"
+)
 
 // checkSegment checks one segment file's bytes (see Check; bound is
 // NEWEST's, for headerTorn) and returns

@@ -547,6 +547,12 @@ func repairUnread(fsys vfs.FS, dir string, opts Options, actions *[]RepairAction
 // reads (see repairUnread). A gap before it (Check's reasonGap) drops the
 // older segments alone: nothing replays from them past the gap.
 func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]RepairAction, error) {
+	first, _ := parseName(ce.Segment, segSuffix)
+	if strings.HasPrefix(ce.Reason, reasonBehind) {
+		// Nothing in it or before it replays past the snapshot: the
+		// next record begins a segment of its own, with no gap behind.
+		return removeSegments(fsys, dir, ce, nil, func(f uint64) bool { return f <= first })
+	}
 	act, ok, err := mendSegment(fsys, dir, ce, opts)
 	if err != nil {
 		return nil, err
@@ -555,7 +561,6 @@ func dropUnread(fsys vfs.FS, dir string, ce *CorruptError, opts Options) ([]Repa
 		return []RepairAction{act}, nil
 	}
 	gap := strings.HasPrefix(ce.Reason, reasonGap)
-	first, _ := parseName(ce.Segment, segSuffix)
 	return removeSegments(fsys, dir, ce, nil, func(f uint64) bool { return f < first || f == first && !gap })
 }
 

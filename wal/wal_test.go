@@ -1135,11 +1135,14 @@ func TestRepairKeepsWhatASnapshotCovers(t *testing.T) {
 // height. A last segment cut short there (outside damage: a truncated
 // copy, a lost page of synced data) fails Open with a *CorruptError at
 // the broken record instead of being cut as a torn tail, which would
-// silently drop every record after the snapshot; Repair then cuts it, and
-// the log opens at the snapshot. A cut at or above the snapshot's record
+// silently drop every record after the snapshot; Repair then cuts it,
+// removes what is left of it (it ends below the snapshot, and the next
+// record would begin a segment after a gap: since session 42), and the
+// log opens at the snapshot. A cut at or above the snapshot's record
 // is a torn tail, as before. (A cut exactly at a record boundary leaves
-// no broken record to see: the log then ends at the snapshot, as it does
-// after a crash in a Truncate's removals.)
+// no broken record for Open to see: the log then ends at the snapshot, as
+// it does after a crash in a Truncate's removals; Check reports its
+// newest segment ending below the snapshot.)
 func TestTailCutBelowSnapshot(t *testing.T) {
 	base := vfs.NewMem()
 	l, _ := openCheck(t, base, "/wal", Options{}) // one segment: records 1..30
@@ -1173,6 +1176,12 @@ func TestTailCutBelowSnapshot(t *testing.T) {
 		if err := m.Truncate(seg, cut); err != nil {
 			t.Fatal(err)
 		}
+		if boundary && whole < 20 { // Open cannot see it, Check can
+			bad, err := Check(m, "/wal", Options{})
+			if err != nil || len(bad) != 1 || !strings.HasPrefix(bad[0].Reason, reasonBehind) {
+				t.Fatalf("cut at %d, a record boundary below the snapshot: Check found %v, %v", cut, bad, err)
+			}
+		}
 		opened, err := Open(m, "/wal", Options{Logf: quiet})
 		if whole >= 20 || boundary {
 			if err != nil {
@@ -1195,7 +1204,7 @@ func TestTailCutBelowSnapshot(t *testing.T) {
 			t.Fatalf("cut at %d (%d records whole): %v", cut, whole, err)
 		}
 		acts, err := Repair(m, "/wal", Options{Logf: quiet})
-		if err != nil || len(acts) != 1 || acts[0].Action != "truncated" {
+		if err != nil || len(acts) != 2 || acts[0].Action != "truncated" || acts[1].Action != "removed" || acts[1].File != acts[0].File {
 			t.Fatalf("cut at %d: Repair %q, %v", cut, acts, err)
 		}
 		l, got := openCheck(t, m, "/wal", Options{})
@@ -1928,5 +1937,52 @@ func TestReadBesideARollback(t *testing.T) {
 				t.Fatalf("read again: %v", err)
 			}
 		})
+	}
+}
+
+// TestRepairBelowTheSnapshotLeavesNoGap: a repair that truncates the
+// newest segment below the newest snapshot removes what is left of it, so
+// that the next record's segment follows no gap: Check finds nothing
+// after the repair, nor after the next records (found by the fault soak
+// of session 42: Check passed after the repair, then reported a missing
+// segment once the writer began one, and a second repair was needed).
+func TestRepairBelowTheSnapshotLeavesNoGap(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{})
+	appendRange(t, l, 1, 30)
+	snapshot(t, l, 30)
+	appendRange(t, l, 31, 40)
+	snapshot(t, l, 40)
+	appendRange(t, l, 41, 45)
+	l.Close()
+	seg := segmentFile(t, m, "/wal", 0)
+	size, err := m.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Truncate(seg, size/3); err != nil { // records 41-45 lost, and more
+		t.Fatal(err)
+	}
+	if _, err := Repair(m, "/wal", Options{Logf: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	clean := func(when string) {
+		t.Helper()
+		if bad, err := Check(m, "/wal", Options{}); err != nil || len(bad) > 0 {
+			t.Fatalf("%s: Check found %v, %v", when, bad, err)
+		}
+	}
+	clean("after the repair")
+	l, got := openCheck(t, m, "/wal", Options{Logf: quiet})
+	if got.last != 40 {
+		t.Fatalf("recovered %+v, want last 40", got)
+	}
+	appendRange(t, l, 41, 43)
+	l.Close()
+	clean("after three records")
+	l, got = openCheck(t, m, "/wal", Options{Logf: quiet})
+	l.Close()
+	if got.last != 43 {
+		t.Fatalf("recovered %+v, want last 43", got)
 	}
 }
