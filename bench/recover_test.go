@@ -215,14 +215,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 func BenchmarkRecoverTail(b *testing.B) {
 	for _, root := range []bool{false, true} {
 		b.Run(fmt.Sprintf("root=%v", root), func(b *testing.B) {
-			dir := b.TempDir()
-			cfg := engine.DefaultConfig()
-			cfg.StateRoot, cfg.RollbackDepth = root, benchRollbackDepth
-			cfg.Sync = wal.SyncInterval(time.Second) // the setup's pace, not the recovery's
-			e, err := engine.Open(dir, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			e, dir, cfg := openToRecover(b, root)
 			rng := rand.New(rand.NewPCG(1, 2))
 			n := uint64(0)
 			scheduleBlocks(b, e, 1, 2*engine.DefaultSnapshotEvery-1, 2_000, &n,
@@ -240,19 +233,27 @@ func BenchmarkRecoverTail(b *testing.B) {
 func BenchmarkRecoverBulk(b *testing.B) {
 	for _, root := range []bool{false, true} {
 		b.Run(fmt.Sprintf("root=%v", root), func(b *testing.B) {
-			dir := b.TempDir()
-			cfg := engine.DefaultConfig()
-			cfg.StateRoot, cfg.RollbackDepth = root, benchRollbackDepth
-			cfg.Sync = wal.SyncInterval(time.Second) // the setup's pace, not the recovery's
-			e, err := engine.Open(dir, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			e, dir, cfg := openToRecover(b, root)
 			n := uint64(0)
 			scheduleBlocks(b, e, 1, 20, 100_000, &n, func(_, n uint64) uint64 { return 1_000_000 + n%500_000 })
 			reopen(b, e, dir, cfg)
 		})
 	}
+}
+
+// openToRecover opens an engine on a new directory, for a benchmark of
+// its recovery: the state root on or off, a shallow rollback depth, and
+// an fsync a second (the setup's pace, not the recovery's).
+func openToRecover(b *testing.B, root bool) (*engine.Engine, string, engine.Config) {
+	dir := b.TempDir()
+	cfg := engine.DefaultConfig()
+	cfg.StateRoot, cfg.RollbackDepth = root, benchRollbackDepth
+	cfg.Sync = wal.SyncInterval(time.Second)
+	e, err := engine.Open(dir, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, dir, cfg
 }
 
 // reopen closes e, then times engine.Open of its directory: it checks

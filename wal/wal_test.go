@@ -858,15 +858,7 @@ func TestFailedLogReleasesDirectory(t *testing.T) {
 // torn header or a leftover temporary snapshot, no append handle), beside
 // a writer that holds the directory too; the Log refuses every write.
 func TestReadOnly(t *testing.T) {
-	// A log of records 1..40 over several segments, snapshots at 12 and 25.
-	base := vfs.NewMem()
-	l, _ := openCheck(t, base, "/wal", Options{SegmentSize: 1500})
-	appendRange(t, l, 1, 12)
-	snapshot(t, l, 12)
-	appendRange(t, l, 13, 25)
-	snapshot(t, l, 25)
-	appendRange(t, l, 26, 40)
-	l.Close()
+	base := fortyRecords(t)
 	last := segmentFile(t, base, "/wal", -1)
 	lastData, _ := vfs.ReadFile(base, last)
 
@@ -1850,20 +1842,27 @@ func TestTornHeader(t *testing.T) {
 	}
 }
 
-// TestReadBesideARollback: a writer truncates its log (a rollback) while a
-// read-only Open, a Replay after it, or a Check reads the same files. What
-// the reader finds cut or gone is ErrChanged, never ErrCorrupt: nothing is
-// damaged, and reading again succeeds (found by the fault soak of session
-// 42: a monitor alerting on ErrCorrupt raised false alarms at reorgs).
-func TestReadBesideARollback(t *testing.T) {
-	base := vfs.NewMem()
-	l, _ := openCheck(t, base, "/wal", Options{SegmentSize: 1500})
+// fortyRecords is a log of records 1..40 in /wal over several segments
+// of 1,500 bytes, with snapshots at 12 and 25.
+func fortyRecords(t *testing.T) *vfs.MemFS {
+	m := vfs.NewMem()
+	l, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1500})
 	appendRange(t, l, 1, 12)
 	snapshot(t, l, 12)
 	appendRange(t, l, 13, 25)
 	snapshot(t, l, 25)
 	appendRange(t, l, 26, 40)
 	l.Close()
+	return m
+}
+
+// TestReadBesideARollback: a writer truncates its log (a rollback) while a
+// read-only Open, a Replay after it, or a Check reads the same files. What
+// the reader finds cut or gone is ErrChanged, never ErrCorrupt: nothing is
+// damaged, and reading again succeeds (found by the fault soak of session
+// 42: a monitor alerting on ErrCorrupt raised false alarms at reorgs).
+func TestReadBesideARollback(t *testing.T) {
+	base := fortyRecords(t)
 
 	// rollback opens a writer on m and truncates its log to 27, once,
 	// at the first read of a segment that holds record 27 or a later one.
