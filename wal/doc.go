@@ -151,7 +151,10 @@
 // A damaged last record of the last segment is indistinguishable from a
 // torn write and is cut as one; under SyncEveryBlock that record's block
 // had been acknowledged, so a flipped bit there loses that one block
-// (nothing else can). A damaged newest snapshot is skipped for an older one
+// (nothing else can). A last segment cut short from outside (a truncated
+// copy, lost pages of synced data) above the newest snapshot is cut the
+// same way, and loses every record after the cut, however many: nothing
+// tells it from a torn write either. A damaged newest snapshot is skipped for an older one
 // only if the log still covers the damaged one's height (RetainSnapshots,
 // default 2, keeps the segments that fallback needs); otherwise Open fails
 // with the snapshot's *CorruptError.
