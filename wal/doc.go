@@ -154,10 +154,10 @@
 // (nothing else can). A last segment cut short from outside (a truncated
 // copy, lost pages of synced data) above the newest snapshot is cut the
 // same way, and loses every record after the cut, however many: nothing
-// tells it from a torn write either. A damaged newest snapshot is skipped for an older one
-// only if the log still covers the damaged one's height (RetainSnapshots,
-// default 2, keeps the segments that fallback needs); otherwise Open fails
-// with the snapshot's *CorruptError.
+// tells it from a torn write either. A damaged newest snapshot is skipped
+// for an older one only if the log still covers the damaged one's height
+// (RetainSnapshots, default 2, keeps the segments that fallback needs);
+// otherwise Open fails with the snapshot's *CorruptError.
 //
 // # Rollback
 //
