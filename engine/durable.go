@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"strings"
@@ -88,11 +89,31 @@ func Open(dir string, cfg Config) (*Engine, error) {
 // has the directory open, on a copy, or without write access. Every block
 // call (BeginBlock, SkipEmpty, Rollback) fails with ErrReadOnly; queries
 // such as Root, Lookup, Prove, CheckRoot and WriteSnapshot work. The
-// directory must exist. Beside a node that writes it, an error matching
-// wal.ErrChanged, or fs.ErrNotExist for a file the node removed as it was
-// read, says to try again: it is not damage.
+// directory must exist. Beside a node that writes it, the node may remove
+// or cut a file as it is read (a snapshot made old by a newer one, a
+// segment cut by a rollback): OpenReadOnly then reads again, three tries
+// in all, and an error after the last matches wal.ErrChanged or
+// fs.ErrNotExist, which say to try again later, not damage.
 func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
-	return openFS(vfs.OS, dir, cfg, wal.Options{ReadOnly: true})
+	return openReadOnly(vfs.OS, dir, cfg, wal.Options{})
+}
+
+// readOnlyTries is how many times OpenReadOnly reads a log whose files
+// change as it reads them.
+const readOnlyTries = 3
+
+func openReadOnly(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, error) {
+	opts.ReadOnly = true
+	for try := 1; ; try++ {
+		e, err := openFS(fsys, dir, cfg, opts)
+		changed := errors.Is(err, wal.ErrChanged) || errors.Is(err, fs.ErrNotExist)
+		if !changed || try == readOnlyTries {
+			return e, err
+		}
+		if _, serr := fsys.Stat(dir); serr != nil {
+			return nil, err // no directory: nothing to read again
+		}
+	}
 }
 
 func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, error) {
