@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/timerlane/timerlane/internal/vfs"
 )
 
 var (
@@ -73,10 +75,13 @@ func dirState(fsys FS, dir string) string {
 	return b.String()
 }
 
-// unlessChanged is err, or ErrChanged if dir's files are no longer the
-// ones the failed read began with (before).
+// unlessChanged is err, or ErrChanged if a file shrank as it was read,
+// or if dir's files are no longer the ones the failed read began with
+// (before). Either alone can miss a change: a rollback can bring a file
+// back to the size it had before the read, and a file can shrink and grow
+// again between two reads of its size.
 func unlessChanged(fsys FS, dir, before string, err error) error {
-	if err != nil && !errors.Is(err, ErrChanged) && dirState(fsys, dir) != before {
+	if err != nil && !errors.Is(err, ErrChanged) && (errors.Is(err, vfs.ErrShrank) || dirState(fsys, dir) != before) {
 		return changedError(err)
 	}
 	return err

@@ -1985,3 +1985,36 @@ func TestRepairBelowTheSnapshotLeavesNoGap(t *testing.T) {
 		t.Fatalf("recovered %+v, want last 43", got)
 	}
 }
+
+// TestReadOnlyOpenSeesAFileThatShrank: a segment cut as a read-only Open
+// reads it, and back at its old size when the reader lists the directory
+// again (a writer that rolled back to where it was when the read began,
+// then went on): the directory looks as it did, but a file that shrank
+// between its size and its read was changed, not damaged: ErrChanged.
+func TestReadOnlyOpenSeesAFileThatShrank(t *testing.T) {
+	m := fortyRecords(t)
+	segs := segmentsIn(t, m, "/wal")
+	last := "/wal/" + segs[len(segs)-1]
+	whole, err := vfs.ReadFile(m, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, back := false, false
+	fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		switch {
+		case op.Kind == errorfs.OpRead && op.Path == last && !cut:
+			cut = true
+			if err := m.Truncate(last, int64(len(whole))/2); err != nil {
+				t.Fatal(err)
+			}
+		case op.Kind == errorfs.OpList && cut && !back:
+			back = true
+			overwrite(t, m, last, whole)
+		}
+		return errorfs.Fault{}
+	}))
+	_, err = Open(fsys, "/wal", Options{ReadOnly: true, Logf: quiet})
+	if !errors.Is(err, ErrChanged) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%v, want ErrChanged and not ErrCorrupt", err)
+	}
+}

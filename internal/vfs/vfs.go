@@ -117,6 +117,10 @@ func ReplaceFile(fsys FS, dir, name, tmp string, data []byte) error {
 	return SyncDir(fsys, dir)
 }
 
+// ErrShrank is ReadFile's error for a file shorter than its size a moment
+// before: something truncated it as it was read (damage does not).
+var ErrShrank = errors.New("the file shrank as it was read")
+
 // ReadFile returns the whole contents of a file.
 func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)
@@ -134,8 +138,7 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	case int64(m) == n:
 		return buf, nil
 	case err == nil || errors.Is(err, io.EOF):
-		// Shorter than its size a moment before: truncated meanwhile.
-		return buf[:m], fmt.Errorf("%s: %d of its %d bytes read: %w", name, m, n, io.ErrUnexpectedEOF)
+		return buf[:m], fmt.Errorf("%s: %d of its %d bytes read: %w", name, m, n, ErrShrank)
 	}
 	return buf[:m], err
 }
