@@ -96,9 +96,11 @@ func check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 		}
 		if i == len(ls.segs)-1 && ce == nil && end < snapTop {
 			// A log's record is on disk before its snapshot is written:
-			// only lost records (a repair truncating below the snapshot)
-			// leave this, and the next record would begin a segment
-			// after a gap.
+			// only records gone leave this (a repair truncating below
+			// the snapshot, a file cut at a record boundary, or a crash
+			// in a Truncate whose kept segments do not reach its height,
+			// before it removed the snapshots above), and the next record
+			// would begin a segment after a gap.
 			bad = append(bad, &CorruptError{Segment: s.name, Offset: int64(len(data)),
 				Reason: fmt.Sprintf("%s: the newest segment ends at record %d, below the snapshot of record %d", reasonBehind, end, snapTop)})
 		}
