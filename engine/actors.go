@@ -16,6 +16,7 @@ type actorTable struct {
 	recs   slab.Slab[actorRec] // index 0 unused
 	n      uint32              // indices handed out, 0 included
 	free   slab.Stack          // with room for every index handed out
+	last   uint32              // the index lookup found last, 0 for none
 }
 
 type actorRec struct {
@@ -34,8 +35,16 @@ func newActorTable() actorTable {
 func (t *actorTable) at(i uint32) *actorRec { return t.recs.At(i) }
 
 // lookup returns a's index (0 if it has no entry) and its pending count.
+// Timers come in runs of one actor's (a transaction's schedules, in
+// sequence order in a log record and a snapshot), so the index found last
+// is tried before the map. A freed entry has no refs, and an entry
+// reused holds its new address: neither passes for a.
 func (t *actorTable) lookup(a *Address) (uint32, uint32) {
+	if r := t.recs.At(t.last); r.refs > 0 && r.addr == *a {
+		return t.last, r.pending
+	}
 	i := t.byAddr[*a]
+	t.last = i
 	return i, t.recs.At(i).pending
 }
 

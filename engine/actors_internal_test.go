@@ -33,3 +33,28 @@ func TestActorTableDropHasRoom(t *testing.T) {
 		require.Zero(t, pending)
 	}
 }
+
+// TestActorTableLookupAfterReuse: lookup tries the index it found last
+// first, which must not answer for an actor whose entry was freed (even
+// the zero address, which a freed entry holds) or reused by another.
+func TestActorTableLookupAfterReuse(t *testing.T) {
+	for _, a := range []Address{{}, {0: 1}} {
+		tab := newActorTable()
+		i := tab.ref(0, &a)
+		got, _ := tab.lookup(&a)
+		require.Equal(t, i, got)
+		tab.unref(i)
+		got, _ = tab.lookup(&a)
+		require.Zero(t, got, "%x after its entry was freed", a)
+
+		b := Address{0: 9}
+		require.Equal(t, i, tab.ref(0, &b), "the freed index is reused")
+		got, _ = tab.lookup(&a)
+		require.Zero(t, got, "%x after its entry went to %x", a, b)
+		got, _ = tab.lookup(&b)
+		require.Equal(t, i, got)
+		tab.at(i).pending = 3
+		got, pending := tab.lookup(&b)
+		require.Equal(t, [2]uint32{i, 3}, [2]uint32{got, pending}, "the index found last, and its count")
+	}
+}

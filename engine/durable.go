@@ -14,6 +14,7 @@ import (
 	"github.com/timerlane/timerlane/internal/radix"
 	"github.com/timerlane/timerlane/internal/scratch"
 	"github.com/timerlane/timerlane/internal/vfs"
+	"github.com/timerlane/timerlane/ring"
 	"github.com/timerlane/timerlane/wal"
 )
 
@@ -433,6 +434,15 @@ func (e *Engine) applyRecord(body []byte) error {
 	del := func(k int) *TimerID { return (*TimerID)(dels[32*k:][:32]) }
 	for k := range int(nDels) {
 		e.lookupAhead(del, k, int(nDels))
+		// Most deletes are the block's fires, in id order, at random in
+		// their ring bucket: load the queue slot of the timer whose record
+		// lookupAhead loaded half its lead ago.
+		if j := k + lookAhead/2; j < int(nDels) {
+			if i, ok := e.ids.candidate(e.ids.tag(del(j))); ok {
+				r := e.recs.At(i)
+				e.q.PrefetchAt(r.height, ring.Pos(r.at))
+			}
+		}
 		if i, ok := e.ids.get(del(k)); ok {
 			e.drop(i)
 		}
@@ -441,11 +451,18 @@ func (e *Engine) applyRecord(body []byte) error {
 	upID := func(k int) *TimerID { return &ups[k].id }
 	for k, u := range ups {
 		e.lookupAhead(upID, k, len(ups))
+		// Most upserts are new timers, each taking the record on top of
+		// the free list (no record is freed before trimHist): load the
+		// one lookAhead new timers on, long out of the cache.
+		if r, ok := e.free.Below(lookAhead); ok && k+lookAhead < len(ups) {
+			e.prefetchRec(r)
+		}
 		t, err := e.decodeTimer(u.enc)
 		if err != nil {
 			return bad("upsert %s: %v", u.id, err)
 		}
-		if i, ok := e.ids.get(&u.id); ok && e.recs.At(i).seq != t.seq {
+		at, i, ok := e.ids.lookup(&u.id)
+		if ok && e.recs.At(i).seq != t.seq {
 			// A new timer with the id of a pending one, which the block
 			// cancelled (or collected) and then scheduled again (the same
 			// actor, height, payload and nonce): the old one goes, as a
@@ -482,7 +499,11 @@ func (e *Engine) applyRecord(body []byte) error {
 		}
 		lastNew = t.seq
 		e.height = height // restoreTimer places by the current height
-		i, err := e.restoreTimer(u.id, &t)
+		if ok {           // the id's old timer went: look again
+			i, err = e.restoreTimer(u.id, &t)
+		} else {
+			i, err = e.restoreTimerAt(at, u.id, &t)
+		}
 		if err != nil {
 			return bad("%v", err)
 		}

@@ -532,6 +532,12 @@ func (e *Engine) restoreTimer(id TimerID, t *decodedTimer) (uint32, error) {
 			return 0, fmt.Errorf("timer %s twice", id)
 		}
 	}
+	return e.restoreTimerAt(at, id, t)
+}
+
+// restoreTimerAt is restoreTimer with the index slot of id from a lookup
+// that found nothing, the index unchanged since.
+func (e *Engine) restoreTimerAt(at slot, id TimerID, t *decodedTimer) (uint32, error) {
 	if t.height <= e.height && e.cfg.Policy != PolicyLane {
 		return 0, fmt.Errorf("timer %s at height %d is not after the current height %d", id, t.height, e.height)
 	}

@@ -77,12 +77,14 @@ func check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
 	}
 	lostPages := opts.Sync.mode != syncEvery
 	var prevEnd uint64 // the last height of the segment before, whole (0: none, or damaged)
+	var data []byte    // one array for every segment, the largest's size
 	for i, s := range ls.segs {
 		if prevEnd > 0 && s.first > prevEnd+1 {
 			bad = append(bad, &CorruptError{Segment: s.name, Offset: 0,
 				Reason: fmt.Sprintf("%s: segment starts at record %d, the one before ends at record %d (a segment is missing)", reasonGap, s.first, prevEnd)})
 		}
-		data, err := vfs.ReadFile(fsys, filepath.Join(dir, s.name))
+		var err error
+		data, err = vfs.ReadFileInto(fsys, filepath.Join(dir, s.name), data)
 		if errors.Is(err, fs.ErrNotExist) {
 			prevEnd = 0 // removed: its successor's start has nothing to follow
 			continue

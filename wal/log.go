@@ -815,9 +815,10 @@ func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 
 func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 	next := l.rec.FirstHeight
-	var dec []byte
+	var dec, data []byte
 	for _, ps := range l.plan {
-		data, err := readRange(l.fs, l.path(ps.name), ps.from, ps.to)
+		var err error
+		data, err = readRangeInto(l.fs, l.path(ps.name), ps.from, ps.to, data)
 		if err != nil {
 			return err
 		}
@@ -901,12 +902,21 @@ func (l *Log) snapshotErr(name string, err error) error {
 
 // readRange reads bytes [from, to) of a file.
 func readRange(fsys vfs.FS, path string, from, to int64) ([]byte, error) {
+	return readRangeInto(fsys, path, from, to, nil)
+}
+
+// readRangeInto is readRange into buf's array when it has room.
+func readRangeInto(fsys vfs.FS, path string, from, to int64, buf []byte) ([]byte, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, to-from)
+	if int64(cap(buf)) >= to-from {
+		buf = buf[:to-from]
+	} else {
+		buf = make([]byte, to-from)
+	}
 	n, err := f.ReadAt(buf, from)
 	if n == len(buf) {
 		return buf, nil

@@ -603,10 +603,12 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 	}
 	lostPages := l.opts.Sync.mode != syncEvery
 	var prevLast uint64 // last height of the previous segment (or its first-1 if empty)
+	var data []byte     // one array for every segment, the largest's size
 	for i, seg := range segs {
 		isLast := i == len(segs)-1
 		path := filepath.Join(l.dir, seg.name)
-		data, err := vfs.ReadFile(l.fs, path)
+		var err error
+		data, err = vfs.ReadFileInto(l.fs, path, data)
 		if err != nil {
 			return sc, err
 		}

@@ -124,6 +124,14 @@ func TestStackAcrossChunks(t *testing.T) {
 			t.Fatalf("after pushing %d: top %d, %v", i*7, top, ok)
 		}
 	}
+	for _, d := range []uint32{0, 1, 4095, 4096, n - 1} { // Below(d) is the (d+1)-th pop
+		if got, ok := f.Below(d); !ok || got != (n-d)*7 {
+			t.Fatalf("Below(%d): got %d, %v, want %d", d, got, ok, (n-d)*7)
+		}
+	}
+	if got, ok := f.Below(n); ok {
+		t.Fatalf("Below(%d) of %d values gave %d", n, n, got)
+	}
 	for i := uint32(n); i >= 1; i-- {
 		if got, ok := f.Pop(); !ok || got != i*7 {
 			t.Fatalf("pop %d: got %d, %v", n-i, got, ok)

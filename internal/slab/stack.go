@@ -47,6 +47,15 @@ func (f *Stack) Top() (uint32, bool) {
 	return *f.s.At(f.n - 1), true
 }
 
+// Below is the value d places below the top (Below(0) is Top): the one
+// the d+1-th Pop from now returns, if nothing is pushed before.
+func (f *Stack) Below(d uint32) (uint32, bool) {
+	if d >= f.n {
+		return 0, false
+	}
+	return *f.s.At(f.n - 1 - d), true
+}
+
 // Pop removes and returns the value pushed last.
 func (f *Stack) Pop() (uint32, bool) {
 	v, ok := f.Top()

@@ -122,7 +122,11 @@ func ReplaceFile(fsys FS, dir, name, tmp string, data []byte) error {
 var ErrShrank = errors.New("the file shrank as it was read")
 
 // ReadFile returns the whole contents of a file.
-func ReadFile(fsys FS, name string) ([]byte, error) {
+func ReadFile(fsys FS, name string) ([]byte, error) { return ReadFileInto(fsys, name, nil) }
+
+// ReadFileInto is ReadFile into buf's array when it has room: a pass over
+// files of tens of megabytes then clears no new array for each.
+func ReadFileInto(fsys FS, name string, buf []byte) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
@@ -132,7 +136,7 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, n)
+	buf = grow(buf, n)
 	m, err := f.ReadAt(buf, 0)
 	switch {
 	case int64(m) == n:
@@ -141,4 +145,12 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 		return buf[:m], fmt.Errorf("%s: %d of its %d bytes read: %w", name, m, n, ErrShrank)
 	}
 	return buf[:m], err
+}
+
+// grow returns buf resized to n bytes, in its array if it has room.
+func grow(buf []byte, n int64) []byte {
+	if int64(cap(buf)) >= n {
+		return buf[:n]
+	}
+	return make([]byte, n)
 }

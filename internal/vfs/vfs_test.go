@@ -339,3 +339,42 @@ func TestReplaceFile(t *testing.T) {
 		})
 	}
 }
+
+// TestReadFileInto reads files into one buffer: a file that fits takes the
+// buffer's array, a larger one a new array, and every read gives exactly
+// the file's bytes, none of a longer file read before.
+func TestReadFileInto(t *testing.T) {
+	fsys := NewMem()
+	must(t, fsys.MkdirAll("/d"))
+	put := func(name, s string) string {
+		p := filepath.Join("/d", name)
+		f, err := fsys.Create(p)
+		must(t, err)
+		write(t, f, s)
+		must(t, f.Close())
+		return p
+	}
+	long, short, empty := put("long", "0123456789"), put("short", "abc"), put("empty", "")
+	buf := make([]byte, 0, 10)
+	for _, tc := range []struct {
+		path, want string
+		inBuf      bool
+	}{
+		{long, "0123456789", true},
+		{short, "abc", true},
+		{empty, "", true},
+		{put("longer", "0123456789A"), "0123456789A", false},
+	} {
+		got, err := ReadFileInto(fsys, tc.path, buf)
+		must(t, err)
+		if string(got) != tc.want {
+			t.Fatalf("%s: read %q, want %q", tc.path, got, tc.want)
+		}
+		if same := cap(got) > 0 && &got[:1][0] == &buf[:1][0]; same != tc.inBuf {
+			t.Fatalf("%s: in the buffer's array %v, want %v", tc.path, same, tc.inBuf)
+		}
+	}
+	if _, err := ReadFileInto(fsys, "/d/none", buf); !IsNotExist(err) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}
