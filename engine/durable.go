@@ -91,10 +91,13 @@ func Open(dir string, cfg Config) (*Engine, error) {
 // call (BeginBlock, SkipEmpty, Rollback) fails with ErrReadOnly; queries
 // such as Root, Lookup, Prove, CheckRoot and WriteSnapshot work. The
 // directory must exist. Beside a node that writes it, the node may remove
-// or cut a file as it is read (a snapshot made old by a newer one, a
-// segment cut by a rollback): OpenReadOnly then reads again, three tries
-// in all, and an error after the last matches wal.ErrChanged or
-// fs.ErrNotExist, which say to try again later, not damage.
+// or rewrite a file as it is read: a file it reads is held open until the
+// recovery ends, so that one removed meanwhile (a snapshot made old by a
+// newer one) still reads as it was, except on Windows; one gone before it
+// was opened, or cut or rewritten by a rollback, fails the read, and
+// OpenReadOnly reads again, three tries in all. An error after the last
+// matches wal.ErrChanged or fs.ErrNotExist, which say to try again later,
+// not damage.
 func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
 	return openReadOnly(vfs.OS, dir, cfg, wal.Options{})
 }
@@ -141,7 +144,7 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	e, err := recoverFrom(log, cfg)
 	if err != nil {
 		log.Close()
-		return nil, err
+		return nil, log.UnlessChanged(err)
 	}
 	every := cfg.SnapshotEvery
 	if every == 0 {

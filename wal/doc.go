@@ -105,9 +105,10 @@
 // With Options.ReadOnly, Open does all of this and writes nothing: no
 // lock, no removal of temporary snapshots, no fsync, no cut of a torn tail
 // (the log's state ends before it all the same, and Recovery().Cut says
-// so with Left set); the Log refuses every write with ErrReadOnly. The
-// `timerlane inspect`, `verify` and `prove` commands open a directory so,
-// beside a running node if need be.
+// so with Left set); the Log refuses every write with ErrReadOnly. It
+// holds the files it read open until Replay, so that a writer beside it
+// can remove them meanwhile. The `timerlane inspect`, `verify` and
+// `prove` commands open a directory so, beside a running node if need be.
 //
 // Damage is either a torn tail or corruption:
 //

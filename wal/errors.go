@@ -47,8 +47,9 @@ var (
 	ErrNoBase = errors.New("wal: no valid snapshot, and no whole start of the log")
 	// ErrChanged is returned by a read-only Open, Replay or Check that
 	// failed while the log's files changed under it: a writer beside it
-	// appended, truncated (a rollback) or removed them. It says nothing of
-	// damage (it never matches ErrCorrupt): read again.
+	// appended, truncated (a rollback) or removed them; Log.UnlessChanged
+	// adds it to the failure of a use of what such a Log read. It says
+	// nothing of damage (it never matches ErrCorrupt): read again.
 	ErrChanged = errors.New("wal: the log's files changed as they were read (a writer beside the reader); read again")
 )
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/xxh3"
 
 	"github.com/timerlane/timerlane/internal/scratch"
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -110,9 +111,14 @@ type Options struct {
 	// Left set) and leftover temporary snapshots in place, and takes no
 	// lock: writing nothing, it cannot harm a writer, so it works beside a
 	// running node, on a copy, or on a directory it may not write. Beside
-	// a writer it sees the records that were whole when it read them, and
-	// a file the writer removes or truncates meanwhile makes Open or
-	// Replay fail, with ErrChanged or an error of a file not found (try
+	// a writer it sees the records that were whole when it read them: it
+	// holds open every segment and snapshot it reads until its first
+	// Replay returns (or Close), so that a file the writer removes
+	// meanwhile still reads as it was (not on Windows, which would refuse
+	// the writer's removal), and Replay fails with ErrChanged if the
+	// records it reads again are not the bytes Open read (a writer's
+	// rollback). A file gone before Open read it, or cut as it read it,
+	// fails Open with ErrChanged or an error of a file not found (try
 	// again). Append, Sync, WriteSnapshot,
 	// WriteSnapshotFunc, StartSnapshot and Truncate fail with ErrReadOnly
 	// (WaitSnapshot returns nil: no snapshot is ever in flight). Open with
@@ -173,6 +179,9 @@ type Log struct {
 	dir  string
 	opts Options
 	zenc *zstd.Encoder
+	held *heldFS // read-only, until Replay: the files read, held open
+	// before is a read-only Log's directory as Open began (dirState).
+	before string
 
 	wmu    sync.Mutex // serializes the calls that write
 	syncMu sync.Mutex // serializes syncs of the active segment and its replacement
@@ -266,7 +275,8 @@ func (c *Cut) String() string {
 
 type replaySeg struct {
 	name     string
-	from, to int64 // byte range of the records to read
+	from, to int64  // byte range of the records to read
+	sum      uint64 // its xxh3 as Open read it
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
@@ -757,6 +767,7 @@ func (l *Log) Close() error {
 	if l.Err() == nil {
 		l.syncActive() // a failure fails the log: returned below
 	}
+	l.release()
 	l.syncMu.Lock()
 	l.mu.Lock()
 	l.closed = true
@@ -799,13 +810,16 @@ func (l *Log) syncer(d time.Duration) {
 // order of height (SnapshotHeight+1 .. Recovery().LastHeight), with the
 // block's body as appended. body is valid only during the call. Call it
 // after Open and before Append or Truncate; it re-reads the segments and
-// re-checks every record.
+// re-checks every record, and the bytes of each segment's records against
+// those Open read. It ends a read-only Log's hold on its files
+// (Options.ReadOnly).
 func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 	var fnErr error
 	err := l.replay(func(height uint64, body []byte) error {
 		fnErr = fn(height, body)
 		return fnErr
 	})
+	l.release() // recovery's last read
 	if err != nil && err != fnErr && l.opts.ReadOnly {
 		// Open read the same bytes whole: a writer has changed them since.
 		return changedError(err)
@@ -821,6 +835,13 @@ func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 		data, err = readRangeInto(l.fs, l.path(ps.name), ps.from, ps.to, data)
 		if err != nil {
 			return err
+		}
+		// Every record is checked again below, but a writer beside a
+		// read-only Log can rewrite the range with other whole records
+		// (a rollback, then blocks of the same sizes), which would not
+		// follow the snapshot Open read.
+		if xxh3.Hash(data) != ps.sum {
+			return &CorruptError{Segment: ps.name, Offset: ps.from, Reason: fmt.Sprintf("the %d bytes of records differ from those Open read (changed since Open)", len(data))}
 		}
 		for off := 0; off < len(data); {
 			r, ferr := decodeRecord(data[off:], maxRecordLength)
@@ -848,6 +869,19 @@ func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// UnlessChanged is err, or, if err is not nil, l is read-only and the
+// files in its directory are no longer those its Open began with (names
+// and sizes), an error matching ErrChanged too: a use of what l read that
+// fails beside a writer (a record that does not apply to the state before
+// it, after a rollback rewrote the log as l read it) met a change, not
+// damage, and reading again succeeds.
+func (l *Log) UnlessChanged(err error) error {
+	if err == nil || !l.opts.ReadOnly || errors.Is(err, ErrChanged) || dirState(l.fs, l.dir) == l.before {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrChanged, err)
 }
 
 // OpenSnapshot returns the recovered snapshot's state stream (the bytes

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -79,8 +80,13 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		return nil, err // a missing directory is not an empty log here
 	}
 	before := dirState(fsys, dir)
-	l := &Log{fs: fsys, dir: dir, opts: opts}
+	l := &Log{fs: fsys, dir: dir, opts: opts, before: before}
+	if runtime.GOOS != "windows" { // which refuses to remove a file open for reading
+		l.held = &heldFS{FS: fsys}
+		l.fs = l.held
+	}
 	if err := l.recover(); err != nil {
+		l.release()
 		return nil, unlessChanged(fsys, dir, before, err)
 	}
 	return l, nil
@@ -688,7 +694,7 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		}
 		prevLast = next - 1
 		if replayFrom >= 0 {
-			sc.plan = append(sc.plan, replaySeg{name: seg.name, from: replayFrom, to: off})
+			sc.plan = append(sc.plan, replaySeg{name: seg.name, from: replayFrom, to: off, sum: xxh3.Hash(data[replayFrom:off])})
 		}
 		if isLast {
 			sc.tailName, sc.tailSize, sc.tailNext = seg.name, off, next
