@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/zeebo/xxh3"
 
 	"github.com/timerlane/timerlane/internal/scratch"
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -276,7 +275,7 @@ func (c *Cut) String() string {
 type replaySeg struct {
 	name     string
 	from, to int64  // byte range of the records to read
-	sum      uint64 // its xxh3 as Open read it
+	sum      uint64 // their recordSums as Open read them
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
@@ -839,9 +838,10 @@ func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 		// Every record is checked again below, but a writer beside a
 		// read-only Log can rewrite the range with other whole records
 		// (a rollback, then blocks of the same sizes), which would not
-		// follow the snapshot Open read.
-		if xxh3.Hash(data) != ps.sum {
-			return &CorruptError{Segment: ps.name, Offset: ps.from, Reason: fmt.Sprintf("the %d bytes of records differ from those Open read (changed since Open)", len(data))}
+		// follow the snapshot Open read: compared first, before fn sees
+		// any of them.
+		if sum, ok := recordSums(data); !ok || sum != ps.sum {
+			return &CorruptError{Segment: ps.name, Offset: ps.from, Reason: fmt.Sprintf("the %d bytes of records are not those Open read (changed since Open)", len(data))}
 		}
 		for off := 0; off < len(data); {
 			r, ferr := decodeRecord(data[off:], maxRecordLength)

@@ -694,7 +694,8 @@ func (l *Log) scan(segs []segment, snapHeight uint64, genesis bool) (scanned, er
 		}
 		prevLast = next - 1
 		if replayFrom >= 0 {
-			sc.plan = append(sc.plan, replaySeg{name: seg.name, from: replayFrom, to: off, sum: xxh3.Hash(data[replayFrom:off])})
+			sum, _ := recordSums(data[replayFrom:off]) // whole records, checked above
+			sc.plan = append(sc.plan, replaySeg{name: seg.name, from: replayFrom, to: off, sum: sum})
 		}
 		if isLast {
 			sc.tailName, sc.tailSize, sc.tailNext = seg.name, off, next

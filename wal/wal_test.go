@@ -2086,3 +2086,35 @@ func TestUnlessChanged(t *testing.T) {
 		t.Fatalf("a writer's: %v", err)
 	}
 }
+
+// TestRecordSums: runs of whole records fold alike only if they hold the
+// same records in the same order; a run that does not split into frames
+// is not ok.
+func TestRecordSums(t *testing.T) {
+	rec := func(h uint64, body string) []byte { return appendRecord(nil, h, []byte(body), CompressNone, nil) }
+	cat := func(rs ...[]byte) []byte { return bytes.Join(rs, nil) }
+	a, b, b2 := rec(7, "seven"), rec(8, "eight"), rec(8, "EIGHT")
+	want, ok := recordSums(cat(a, b))
+	if !ok {
+		t.Fatal("two whole records not ok")
+	}
+	for _, tc := range []struct {
+		name string
+		run  []byte
+		same bool // folds as a then b
+		ok   bool
+	}{
+		{"the same records", cat(a, b), true, true},
+		{"another record of the same size", cat(a, b2), false, true},
+		{"the order swapped", cat(b, a), false, true},
+		{"a record fewer", a, false, true},
+		{"none", nil, false, true},
+		{"a frame cut short", cat(a, b)[:len(a)+len(b)-1], false, false},
+		{"a header cut short", cat(a, b[:5]), false, false},
+	} {
+		got, ok := recordSums(tc.run)
+		if ok != tc.ok || (ok && (got == want) != tc.same) {
+			t.Errorf("%s: %016x, %v; the run of a and b folds to %016x", tc.name, got, ok, want)
+		}
+	}
+}
