@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -923,62 +924,79 @@ func TestOpenReadOnlyReadsAgain(t *testing.T) {
 
 // TestReadOnlyBesideARewrittenLog: a writer rolls back below its newest
 // snapshot and runs other blocks of the same sizes up past it again, as a
-// read-only engine beside it recovers: the reader holds the snapshot it
-// checked (the old chain's), and the records after it are the new
-// chain's when it reads them again, whole and in order, but not the ones
-// it checked. The replay finds them changed (wal.ErrChanged, not
-// ErrCorrupt), and OpenReadOnly reads again and recovers the new chain.
-// Found in session 43 beside a writer that rolled back every 20 blocks,
-// once readers held what they read: 4 to 7 false "bad log record" errors
-// (the new chain's root not reached) in 15 seconds.
+// read-only engine beside it recovers: between the reader's check of the
+// snapshot and its scan of the records after it, or between that scan and
+// the replay. The reader holds the snapshot it checked (the old chain's),
+// and the records after it are the new chain's, whole and in order: no
+// name or size changed, and with the state root off no root tells. The
+// rollback count the writer keeps (wal's ROLLBACKS) does: the read is
+// wal.ErrChanged, not ErrCorrupt, and OpenReadOnly reads again and
+// recovers the new chain's state. Found in session 43: beside a writer
+// that rolled back every 20 blocks, 4 to 7 false "bad log record" errors
+// in 15 s once readers held what they read; and by its review, a state
+// the writer never had when the rollback came before the scan.
 func TestReadOnlyBesideARewrittenLog(t *testing.T) {
-	for _, again := range []bool{false, true} {
-		t.Run(fmt.Sprintf("read again %v", again), func(t *testing.T) {
-			mem := vfs.NewMem()
-			cfg := snapConfig(PolicyFIFO, [3]uint64{16, 8, 3})
-			cfg.SnapshotEvery, cfg.RollbackDepth = 5, 8
-			opts := wal.Options{Compression: wal.CompressNone, Logf: func(string, ...any) {}} // records of one size
-			d, err := openFS(mem, "db", cfg, opts)
-			require.NoError(t, err)
-			defer d.Close()
-			block := func(h uint64, chain byte) {
-				require.NoError(t, d.BeginBlock(h))
-				tx, err := d.Begin(Address{1}, h)
-				require.NoError(t, err)
-				_, _, err = tx.Schedule(h+100, []byte{byte(h), chain})
-				require.NoError(t, err)
-				require.NoError(t, tx.Commit())
-				_, err = d.EndBlock(nopExec{})
-				require.NoError(t, err)
-				require.NoError(t, d.Commit())
-				require.NoError(t, d.WaitSnapshot())
-			}
-			for h := uint64(1); h <= 22; h++ {
-				block(h, 1)
-			}
-			reads := 0
-			fsys := errorfs.Wrap(mem, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
-				if op.Kind == errorfs.OpRead && strings.HasSuffix(op.Path, ".wal") {
-					if reads++; reads == 2 { // the first read of Replay
-						require.NoError(t, d.Rollback(17)) // takes snapshot 20 away
-						for h := uint64(18); h <= 22; h++ {
-							block(h, 2) // and writes another
-						}
+	for _, tc := range []struct {
+		name string
+		at   errorfs.OpKind // the reader's operation on the segment that the rollback comes before
+		nth  int
+	}{
+		{"before the scan", errorfs.OpOpen, 1},
+		{"before the replay", errorfs.OpRead, 2},
+	} {
+		for _, root := range []bool{true, false} {
+			for _, again := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/root %v/read again %v", tc.name, root, again), func(t *testing.T) {
+					mem := vfs.NewMem()
+					cfg := snapConfig(PolicyFIFO, [3]uint64{16, 8, 3})
+					cfg.SnapshotEvery, cfg.RollbackDepth, cfg.StateRoot = 5, 8, root
+					opts := wal.Options{Compression: wal.CompressNone, Logf: func(string, ...any) {}} // records of one size
+					d, err := openFS(mem, "db", cfg, opts)
+					require.NoError(t, err)
+					defer d.Close()
+					block := func(h uint64, chain byte) {
+						require.NoError(t, d.BeginBlock(h))
+						tx, err := d.Begin(Address{1}, h)
+						require.NoError(t, err)
+						_, _, err = tx.Schedule(h+100, []byte{byte(h), chain})
+						require.NoError(t, err)
+						require.NoError(t, tx.Commit())
+						_, err = d.EndBlock(nopExec{})
+						require.NoError(t, err)
+						require.NoError(t, d.Commit())
+						require.NoError(t, d.WaitSnapshot())
 					}
-				}
-				return errorfs.Fault{}
-			}))
-			ro := wal.Options{ReadOnly: true, Logf: opts.Logf}
-			if !again {
-				_, err := openFS(fsys, "db", cfg, ro)
-				require.ErrorIs(t, err, wal.ErrChanged)
-				require.NotErrorIs(t, err, wal.ErrCorrupt)
-				return
+					for h := uint64(1); h <= 22; h++ {
+						block(h, 1)
+					}
+					seen := 0
+					fsys := errorfs.Wrap(mem, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+						if op.Kind == tc.at && strings.HasSuffix(op.Path, ".wal") {
+							if seen++; seen == tc.nth {
+								require.NoError(t, d.Rollback(17)) // takes snapshot 20 away
+								for h := uint64(18); h <= 22; h++ {
+									block(h, 2) // and writes another
+								}
+							}
+						}
+						return errorfs.Fault{}
+					}))
+					ro := wal.Options{ReadOnly: true, Logf: opts.Logf}
+					if !again {
+						_, err := openFS(fsys, "db", cfg, ro)
+						require.ErrorIs(t, err, wal.ErrChanged)
+						require.NotErrorIs(t, err, wal.ErrCorrupt)
+						return
+					}
+					r, err := openReadOnly(fsys, "db", cfg, ro)
+					require.NoError(t, err)
+					defer r.Close()
+					var want, got bytes.Buffer
+					require.NoError(t, d.WriteSnapshot(&want))
+					require.NoError(t, r.WriteSnapshot(&got))
+					require.Equal(t, want.Bytes(), got.Bytes(), "the writer's state")
+				})
 			}
-			r, err := openReadOnly(fsys, "db", cfg, ro)
-			require.NoError(t, err)
-			require.Equal(t, d.Root(), r.Root())
-			require.NoError(t, r.Close())
-		})
+		}
 	}
 }

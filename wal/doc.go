@@ -106,9 +106,12 @@
 // lock, no removal of temporary snapshots, no fsync, no cut of a torn tail
 // (the log's state ends before it all the same, and Recovery().Cut says
 // so with Left set); the Log refuses every write with ErrReadOnly. It
-// holds the files it read open until Replay, so that a writer beside it
-// can remove them meanwhile. The `timerlane inspect`, `verify` and
-// `prove` commands open a directory so, beside a running node if need be.
+// holds open the segments and snapshot it reads until its first Replay
+// returns, or Close (up to 16 files; not on Windows), so that a writer
+// beside it can remove them meanwhile, and it fails with ErrChanged if
+// the writer rolls back meanwhile (ROLLBACKS, below). The `timerlane
+// inspect`, `verify` and `prove` commands open a directory so, beside a
+// running node if need be.
 //
 // Damage is either a torn tail or corruption:
 //
@@ -218,6 +221,8 @@
 //	NAME.corrupt                    a damaged snapshot set aside by Repair
 //	NEWEST                          the first record of the newest segment begun (below)
 //	NEWEST.tmp                      NEWEST being written (removed by Open)
+//	ROLLBACKS                       how many Truncates changed the log (below)
+//	ROLLBACKS.tmp                   ROLLBACKS being written (removed by Open)
 //	LOCK                            locked by the open Log, with the directory (holds nothing)
 //
 // All integers are little-endian; every checksum is xxh3-64
@@ -253,6 +258,14 @@
 // writes it. Open and Check report a bound that no segment reaches;
 // Repair then rebuilds the file from the newest segment there is,
 // accepting the loss.
+//
+// ROLLBACKS: 8 bytes, the count, written to ROLLBACKS.tmp, fsynced and
+// renamed into place by each Truncate that changes the log, before it
+// changes a file (a missing file counts none). A read-only Log reads it as
+// it begins and after it has read what it uses (Open, then Replay): any
+// change means a rollback ran meanwhile, which can rewrite records and a
+// snapshot with no name or size changing, and the read is ErrChanged.
+// Readers compare its bytes and parse nothing.
 //
 // # Compression: S2
 //

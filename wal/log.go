@@ -111,14 +111,15 @@ type Options struct {
 	// lock: writing nothing, it cannot harm a writer, so it works beside a
 	// running node, on a copy, or on a directory it may not write. Beside
 	// a writer it sees the records that were whole when it read them: it
-	// holds open every segment and snapshot it reads until its first
+	// holds open the segments and snapshot it reads until its first
 	// Replay returns (or Close), so that a file the writer removes
-	// meanwhile still reads as it was (not on Windows, which would refuse
-	// the writer's removal), and Replay fails with ErrChanged if the
-	// records it reads again are not the bytes Open read (a writer's
-	// rollback). A file gone before Open read it, or cut as it read it,
-	// fails Open with ErrChanged or an error of a file not found (try
-	// again). Append, Sync, WriteSnapshot,
+	// meanwhile still reads as it was (up to 16 files; not on Windows,
+	// which would refuse the writer's removal); and Open and Replay fail
+	// with ErrChanged if the writer rolls back meanwhile (a rollback can
+	// rewrite records and a snapshot in place: the ROLLBACKS file, see the
+	// package doc), as they do for a file gone before it was read or cut
+	// as it was read, or fs.ErrNotExist (try again). Read the snapshot
+	// before Replay: the check covers what was read by then. Append, Sync, WriteSnapshot,
 	// WriteSnapshotFunc, StartSnapshot and Truncate fail with ErrReadOnly
 	// (WaitSnapshot returns nil: no snapshot is ever in flight). Open with
 	// Repair, and Repair, refuse it.
@@ -179,8 +180,9 @@ type Log struct {
 	opts Options
 	zenc *zstd.Encoder
 	held *heldFS // read-only, until Replay: the files read, held open
-	// before is a read-only Log's directory as Open began (dirState).
-	before string
+	// A read-only Log's directory as Open began (dirState), and its
+	// ROLLBACKS file then.
+	before, rollbacks string
 
 	wmu    sync.Mutex // serializes the calls that write
 	syncMu sync.Mutex // serializes syncs of the active segment and its replacement
@@ -819,6 +821,14 @@ func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 		return fnErr
 	})
 	l.release() // recovery's last read
+	if rb := l.rolledBack(); rb != nil {
+		// Every record can be whole and in order, and fn content, and
+		// still not follow the snapshot read before (rollbacks.go).
+		if err == nil {
+			return rb
+		}
+		return changedError(err)
+	}
 	if err != nil && err != fnErr && l.opts.ReadOnly {
 		// Open read the same bytes whole: a writer has changed them since.
 		return changedError(err)
@@ -871,17 +881,30 @@ func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 	return nil
 }
 
-// UnlessChanged is err, or, if err is not nil, l is read-only and the
-// files in its directory are no longer those its Open began with (names
-// and sizes), an error matching ErrChanged too: a use of what l read that
-// fails beside a writer (a record that does not apply to the state before
-// it, after a rollback rewrote the log as l read it) met a change, not
-// damage, and reading again succeeds.
+// UnlessChanged is err, or ErrChanged if err is not nil, l is read-only
+// and a writer beside it has rolled back since its Open began: a use of
+// what l read that fails then (a snapshot that does not decode, read by
+// its name after a rollback wrote another under it) met a change, not
+// damage, and reading again succeeds. A writer that only appended or
+// removed files changes nothing l read (it holds what it reads open), so
+// a failure then is the failure.
 func (l *Log) UnlessChanged(err error) error {
-	if err == nil || !l.opts.ReadOnly || errors.Is(err, ErrChanged) || dirState(l.fs, l.dir) == l.before {
+	if err == nil || !l.opts.ReadOnly || errors.Is(err, ErrChanged) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrChanged, err)
+	if rb := l.rolledBack(); rb != nil {
+		return changedError(err)
+	}
+	return err
+}
+
+// rolledBack is ErrChanged if l is read-only and a Truncate has changed
+// the log since l's Open began (rollbacks.go), else nil.
+func (l *Log) rolledBack() error {
+	if !l.opts.ReadOnly || readRollbacks(l.fs, l.dir) == l.rollbacks {
+		return nil
+	}
+	return changedError(errors.New("the writer rolled back as the log was read"))
 }
 
 // OpenSnapshot returns the recovered snapshot's state stream (the bytes
@@ -892,7 +915,11 @@ func (l *Log) OpenSnapshot() (height uint64, r io.ReadCloser, ok bool, err error
 	if l.rec.Snapshot == "" {
 		return 0, nil, false, nil
 	}
-	f, err := l.fs.Open(l.path(l.rec.Snapshot))
+	open := l.fs.Open
+	if l.held != nil {
+		open = l.held.take // the reader may outlive the hold (Replay, Close)
+	}
+	f, err := open(l.path(l.rec.Snapshot))
 	if err != nil {
 		return 0, nil, false, err
 	}

@@ -79,8 +79,9 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err // a missing directory is not an empty log here
 	}
+	rollbacks := readRollbacks(fsys, dir) // before any other read
 	before := dirState(fsys, dir)
-	l := &Log{fs: fsys, dir: dir, opts: opts, before: before}
+	l := &Log{fs: fsys, dir: dir, opts: opts, before: before, rollbacks: rollbacks}
 	if runtime.GOOS != "windows" { // which refuses to remove a file open for reading
 		l.held = &heldFS{FS: fsys}
 		l.fs = l.held
@@ -88,6 +89,10 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if err := l.recover(); err != nil {
 		l.release()
 		return nil, unlessChanged(fsys, dir, before, err)
+	}
+	if err := l.rolledBack(); err != nil {
+		l.release()
+		return nil, err
 	}
 	return l, nil
 }
@@ -188,7 +193,7 @@ func list(fsys vfs.FS, dir string) (listing, error) {
 			ls.segs = append(ls.segs, segment{first: h, name: name})
 		} else if h, ok := parseName(name, snapSuffix); ok {
 			ls.snaps = append(ls.snaps, snapshotFile{height: h, name: name})
-		} else if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) || name == newestTmpName {
+		} else if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) || name == newestTmpName || name == rollbacksTmpName {
 			ls.temps = append(ls.temps, name)
 		}
 	}

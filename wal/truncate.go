@@ -101,6 +101,10 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) (err err
 		return fmt.Errorf("%w: no snapshot at or below height %d with the records after it, nor the log's start, is left to recover it from", ErrNeedSnapshot, height)
 	}
 
+	// Readers beside: the files change from here on (rollbacks.go).
+	if err := countRollback(l.fs, l.dir); err != nil {
+		return l.fail("truncate", err)
+	}
 	if need {
 		if err := l.writeSnapshotFile(height, l.zenc, snapshot); err != nil {
 			return err

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -2059,9 +2060,10 @@ func TestReadOnlyHoldsWhatItRead(t *testing.T) {
 	}
 }
 
-// TestUnlessChanged: a failure of what a read-only Log read matches
-// ErrChanged too once a writer has changed the directory since the Log's
-// Open, and is left as it is otherwise, or for a Log that writes.
+// TestUnlessChanged: a failure of what a read-only Log read is ErrChanged
+// once a writer has rolled back since the Log's Open; records appended
+// meanwhile change nothing the Log read, so the failure stays as it is,
+// as it does for a Log that writes.
 func TestUnlessChanged(t *testing.T) {
 	m := fortyRecords(t)
 	failed := errors.New("the record does not apply")
@@ -2073,14 +2075,17 @@ func TestUnlessChanged(t *testing.T) {
 	if err := r.UnlessChanged(nil); err != nil {
 		t.Fatalf("UnlessChanged(nil) = %v", err)
 	}
-	if err := r.UnlessChanged(failed); err != failed {
-		t.Fatalf("nothing changed: %v", err)
-	}
 	w, _ := openCheck(t, m, "/wal", Options{Logf: quiet})
 	defer w.Close()
 	appendRange(t, w, 41, 41)
-	if err := r.UnlessChanged(failed); !errors.Is(err, ErrChanged) || !errors.Is(err, failed) {
-		t.Fatalf("after the writer's record 41: %v, want ErrChanged and the failure", err)
+	if err := r.UnlessChanged(failed); err != failed {
+		t.Fatalf("after the writer's record 41: %v, want the failure as it is", err)
+	}
+	if err := w.Truncate(35, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.UnlessChanged(failed); !errors.Is(err, ErrChanged) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), failed.Error()) {
+		t.Fatalf("after the writer's rollback: %v, want ErrChanged naming the failure", err)
 	}
 	if err := w.UnlessChanged(failed); err != failed {
 		t.Fatalf("a writer's: %v", err)
@@ -2116,5 +2121,102 @@ func TestRecordSums(t *testing.T) {
 		if ok != tc.ok || (ok && (got == want) != tc.same) {
 			t.Errorf("%s: %016x, %v; the run of a and b folds to %016x", tc.name, got, ok, want)
 		}
+	}
+}
+
+// TestReadOnlySnapshotOutlivesTheHold: the snapshot reader of a read-only
+// Log reads to its end after Replay has ended the Log's hold on its files,
+// and after the Log is closed (the reader is the caller's until it closes
+// it); and a read-only Open of a log of many segments from its start
+// holds at most maxHeld files open.
+func TestReadOnlySnapshotOutlivesTheHold(t *testing.T) {
+	m := fortyRecords(t)
+	r, err := Open(m, "/wal", Options{ReadOnly: true, Logf: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, sr, ok, err := r.OpenSnapshot()
+	if err != nil || !ok || h != 25 {
+		t.Fatalf("OpenSnapshot: %d, %v, %v", h, ok, err)
+	}
+	if err := r.Replay(func(uint64, []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(sr)
+	if err != nil || !bytes.Equal(got, stateFor(25)) {
+		t.Fatalf("the snapshot after Replay and Close: %d bytes, %v", len(got), err)
+	}
+	if err := sr.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	many := vfs.NewMem()
+	w, _ := openCheck(t, many, "/wal", Options{SegmentSize: 1}) // a segment a record
+	appendRange(t, w, 1, 3*maxHeld)
+	w.Close()
+	r, err = Open(many, "/wal", Options{ReadOnly: true, Logf: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := len(r.held.files); n != maxHeld {
+		t.Fatalf("%d files held after reading %d segments, want %d", n, 3*maxHeld, maxHeld)
+	}
+	if got, err := checkRecovered(r); err != nil || got.last != 3*maxHeld {
+		t.Fatalf("recovered %+v, %v", got, err)
+	}
+}
+
+// TestTruncateCountsRollbacks: a Truncate that changes the log adds one to
+// ROLLBACKS before it changes a file, one that changes nothing does not,
+// and a ROLLBACKS that holds no count starts again from one; a read-only
+// Open beside that Truncate fails with ErrChanged.
+func TestTruncateCountsRollbacks(t *testing.T) {
+	m := fortyRecords(t)
+	count := func() string { return readRollbacks(m, "/wal") }
+	if c := count(); c != "" {
+		t.Fatalf("ROLLBACKS before any Truncate: %x", c)
+	}
+	w, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1500, Logf: quiet})
+	defer w.Close()
+	for _, tc := range []struct {
+		to   uint64
+		want uint64
+	}{{40, 0}, {38, 1}, {30, 2}, {30, 2}} {
+		if err := w.Truncate(tc.to, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := ""
+		if tc.want > 0 {
+			want = string(binary.LittleEndian.AppendUint64(nil, tc.want))
+		}
+		if c := count(); c != want {
+			t.Fatalf("after Truncate(%d): ROLLBACKS %x, want %x", tc.to, c, want)
+		}
+	}
+	overwrite(t, m, "/wal/"+rollbacksName, []byte("junk"))
+	appendRange(t, w, 31, 32)
+	if err := w.Truncate(31, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(); c != string(binary.LittleEndian.AppendUint64(nil, 1)) {
+		t.Fatalf("after a Truncate over a damaged file: %x", c)
+	}
+
+	truncated := false
+	fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpRead && strings.HasSuffix(op.Path, segSuffix) && !truncated {
+			truncated = true
+			if err := w.Truncate(30, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return errorfs.Fault{}
+	}))
+	if _, err := Open(fsys, "/wal", Options{ReadOnly: true, Logf: quiet}); !errors.Is(err, ErrChanged) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a read-only Open beside a Truncate: %v, want ErrChanged", err)
 	}
 }
