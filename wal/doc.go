@@ -109,7 +109,8 @@
 // holds open the segments and snapshot it reads until its first Replay
 // returns, or Close (up to 16 files; not on Windows), so that a writer
 // beside it can remove them meanwhile, and it fails with ErrChanged if
-// the writer rolls back meanwhile (ROLLBACKS, below). The `timerlane
+// the writer rolls back meanwhile, or is rolling back as it begins
+// (ROLLBACKS, below). The `timerlane
 // inspect`, `verify` and `prove` commands open a directory so, beside a
 // running node if need be.
 //
@@ -259,13 +260,17 @@
 // Repair then rebuilds the file from the newest segment there is,
 // accepting the loss.
 //
-// ROLLBACKS: 8 bytes, the count, written to ROLLBACKS.tmp, fsynced and
-// renamed into place by each Truncate that changes the log, before it
-// changes a file (a missing file counts none). A read-only Log reads it as
-// it begins and after it has read what it uses (Open, then Replay): any
-// change means a rollback ran meanwhile, which can rewrite records and a
-// snapshot with no name or size changing, and the read is ErrChanged.
-// Readers compare its bytes and parse nothing.
+// ROLLBACKS: 8 bytes, a count, written to ROLLBACKS.tmp, fsynced and
+// renamed into place; a missing file counts 0. It is a seqlock: a Truncate
+// makes it odd before it removes or cuts a file and even once it is done,
+// and a writer's Open makes an odd count (a Truncate that failed or
+// crashed half way) even. A read-only Log reads it as it begins and after
+// it has read what it uses (Open, then Replay): an odd count, or another
+// one, means a rollback ran or is running, which can rewrite records and
+// a snapshot with no name or size changing, and the read is ErrChanged.
+// Against a writer older than the file, which counts nothing, a read-only
+// Log also compares its snapshot's last 16 bytes with those of the file
+// now under its name, and the records Replay reads with those Open read.
 //
 // # Compression: S2
 //

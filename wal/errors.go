@@ -73,7 +73,7 @@ func dirState(fsys FS, dir string) string {
 		}
 		fmt.Fprintf(&b, "%s %d\n", n, size)
 	}
-	fmt.Fprintf(&b, "%s %x\n", rollbacksName, readRollbacks(fsys, dir)) // a rollback can keep every name and size
+	fmt.Fprintf(&b, "%s %s\n", rollbacksName, rollbacksSeen(fsys, dir)) // a rollback can keep every name and size
 	return b.String()
 }
 

@@ -180,9 +180,12 @@ type Log struct {
 	opts Options
 	zenc *zstd.Encoder
 	held *heldFS // read-only, until Replay: the files read, held open
-	// A read-only Log's directory as Open began (dirState), and its
-	// ROLLBACKS file then.
-	before, rollbacks string
+	// A read-only Log's ROLLBACKS count as Open began (rollbacksSeen).
+	rollbacks string
+	// snapEnd is a read-only Log's snapshot's last bytes, its payload's
+	// length and xxh3, as Open read it: a writer built before ROLLBACKS
+	// rewrites a snapshot under its name and counts nothing.
+	snapEnd []byte
 
 	wmu    sync.Mutex // serializes the calls that write
 	syncMu sync.Mutex // serializes syncs of the active segment and its replacement
@@ -882,12 +885,10 @@ func (l *Log) replay(fn func(height uint64, body []byte) error) error {
 }
 
 // UnlessChanged is err, or ErrChanged if err is not nil, l is read-only
-// and a writer beside it has rolled back since its Open began: a use of
-// what l read that fails then (a snapshot that does not decode, read by
-// its name after a rollback wrote another under it) met a change, not
-// damage, and reading again succeeds. A writer that only appended or
-// removed files changes nothing l read (it holds what it reads open), so
-// a failure then is the failure.
+// and a writer beside it has rolled back since its Open began (or wrote
+// its snapshot again): a use of what l read that fails then met a change,
+// not damage, and reading again succeeds. A writer that only appended
+// changed nothing l read, so a failure then is the failure.
 func (l *Log) UnlessChanged(err error) error {
 	if err == nil || !l.opts.ReadOnly || errors.Is(err, ErrChanged) {
 		return err
@@ -898,13 +899,55 @@ func (l *Log) UnlessChanged(err error) error {
 	return err
 }
 
-// rolledBack is ErrChanged if l is read-only and a Truncate has changed
-// the log since l's Open began (rollbacks.go), else nil.
+// rolledBack is ErrChanged if l is read-only and a rollback has run since
+// l's Open began (rollbacks.go), or the snapshot l read is no longer the
+// one under its name; else nil.
 func (l *Log) rolledBack() error {
-	if !l.opts.ReadOnly || readRollbacks(l.fs, l.dir) == l.rollbacks {
+	if !l.opts.ReadOnly {
 		return nil
 	}
-	return changedError(errors.New("the writer rolled back as the log was read"))
+	if rollbacksSeen(l.fs, l.dir) != l.rollbacks {
+		return changedError(errors.New("the writer rolled back as the log was read"))
+	}
+	if l.snapEnd != nil {
+		// Read by name, not from the file held: gone is no change (a
+		// newer snapshot made it old); another is.
+		end, err := snapshotEnd(orOS(l.rawFS()), l.path(l.rec.Snapshot))
+		if err == nil && string(end) != string(l.snapEnd) {
+			return changedError(fmt.Errorf("%s was written again as the log was read (a rollback)", l.rec.Snapshot))
+		}
+	}
+	return nil
+}
+
+// rawFS is l's filesystem, past any hold.
+func (l *Log) rawFS() vfs.FS {
+	if l.held != nil {
+		return l.held.FS
+	}
+	return l.fs
+}
+
+// snapshotEnd is a snapshot file's last 16 bytes: its payload's length and
+// xxh3.
+func snapshotEnd(fsys vfs.FS, path string) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size < 16 {
+		return nil, fmt.Errorf("%s: %d bytes", path, size)
+	}
+	end := make([]byte, 16)
+	if _, err := f.ReadAt(end, size-16); err != nil {
+		return nil, err
+	}
+	return end, nil
 }
 
 // OpenSnapshot returns the recovered snapshot's state stream (the bytes

@@ -64,7 +64,7 @@ func readNewest(fsys vfs.FS, dir string) (uint64, error) {
 // writeNewest makes first the bound, durably: a temporary file, fsynced,
 // renamed into place, and the directory fsynced. A crash leaves the old
 // bound or the new one (and at worst the temporary file, which Open
-// removes). 0, no bound, removes the file: an emptied log holds no file.
+// removes). 0, no bound, removes the file: an emptied log has no NEWEST.
 func writeNewest(fsys vfs.FS, dir string, first uint64) error {
 	if first == 0 {
 		if err := fsys.Remove(filepath.Join(dir, newestName)); err != nil && !vfs.IsNotExist(err) {

@@ -79,9 +79,12 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err // a missing directory is not an empty log here
 	}
-	rollbacks := readRollbacks(fsys, dir) // before any other read
+	rollbacks := rollbacksSeen(fsys, dir) // before any other read
+	if inRollback(rollbacks) {
+		return nil, changedError(errors.New("a rollback is running, or the writer stopped in one (after a crash, open the node first)"))
+	}
 	before := dirState(fsys, dir)
-	l := &Log{fs: fsys, dir: dir, opts: opts, before: before, rollbacks: rollbacks}
+	l := &Log{fs: fsys, dir: dir, opts: opts, rollbacks: rollbacks}
 	if runtime.GOOS != "windows" { // which refuses to remove a file open for reading
 		l.held = &heldFS{FS: fsys}
 		l.fs = l.held
@@ -89,6 +92,15 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if err := l.recover(); err != nil {
 		l.release()
 		return nil, unlessChanged(fsys, dir, before, err)
+	}
+	if l.rec.Snapshot != "" {
+		// From the file checked, held (unless on Windows).
+		end, err := snapshotEnd(l.fs, l.path(l.rec.Snapshot))
+		if err != nil {
+			l.release()
+			return nil, unlessChanged(fsys, dir, before, err)
+		}
+		l.snapEnd = end
 	}
 	if err := l.rolledBack(); err != nil {
 		l.release()
@@ -345,6 +357,11 @@ func (l *Log) recover() error {
 	// It is written even when it holds that value: a directory the writer
 	// cannot write fails Open here, where it failed the first rotation or
 	// snapshot, up to SnapshotEvery blocks later (an operations audit).
+	// A rollback that failed or crashed half way is over: the log is what
+	// recovery found (rollbacks.go).
+	if err := evenRollbacks(fsys, dir); err != nil {
+		return err
+	}
 	if n := len(l.segs); n > 0 {
 		return writeNewest(fsys, dir, l.segs[n-1].first)
 	}

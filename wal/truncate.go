@@ -101,10 +101,6 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) (err err
 		return fmt.Errorf("%w: no snapshot at or below height %d with the records after it, nor the log's start, is left to recover it from", ErrNeedSnapshot, height)
 	}
 
-	// Readers beside: the files change from here on (rollbacks.go).
-	if err := countRollback(l.fs, l.dir); err != nil {
-		return l.fail("truncate", err)
-	}
 	if need {
 		if err := l.writeSnapshotFile(height, l.zenc, snapshot); err != nil {
 			return err
@@ -179,6 +175,22 @@ func (l *Log) Truncate(height uint64, snapshot func(w io.Writer) error) (err err
 	} else {
 		order = append(append(order, segsAbove...), goodAbove...)
 	}
+	// Readers beside: files are removed or cut from here on, until the
+	// count is even again (rollbacks.go). A snapshot written above at
+	// height changes nothing they read: it is the state at height in
+	// either chain. Every failure from here on fails the log and leaves
+	// the count odd, for the next writer's Open to end.
+	rb, err := beginRollback(l.fs, l.dir)
+	if err != nil {
+		return l.fail("truncate", err)
+	}
+	defer func() {
+		if err == nil {
+			if werr := writeRollbacks(l.fs, l.dir, rb+1); werr != nil {
+				err = l.fail("truncate", werr)
+			}
+		}
+	}()
 	if len(damaged)+len(damagedAbove)+len(segsAbove) > 0 {
 		var first uint64 // the newest segment kept (0: none)
 		if len(keep) > 0 {

@@ -2,7 +2,6 @@ package wal
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -2170,53 +2169,93 @@ func TestReadOnlySnapshotOutlivesTheHold(t *testing.T) {
 	}
 }
 
-// TestTruncateCountsRollbacks: a Truncate that changes the log adds one to
-// ROLLBACKS before it changes a file, one that changes nothing does not,
-// and a ROLLBACKS that holds no count starts again from one; a read-only
-// Open beside that Truncate fails with ErrChanged.
+// TestTruncateCountsRollbacks: ROLLBACKS is a seqlock. A Truncate that
+// changes the log makes the count odd before it removes or cuts a file and
+// even when it is done (two more), one that changes nothing leaves it, and
+// one over a file that holds no count starts from 0. A read-only Open
+// that begins inside a Truncate, or beside one, fails with ErrChanged; so
+// does one after a Truncate that failed half way, until a writer's Open
+// has ended it (session 43's second review: counting once, before the
+// changes, let a reader that began after the count mix two chains).
 func TestTruncateCountsRollbacks(t *testing.T) {
 	m := fortyRecords(t)
-	count := func() string { return readRollbacks(m, "/wal") }
-	if c := count(); c != "" {
-		t.Fatalf("ROLLBACKS before any Truncate: %x", c)
-	}
-	w, _ := openCheck(t, m, "/wal", Options{SegmentSize: 1500, Logf: quiet})
-	defer w.Close()
-	for _, tc := range []struct {
-		to   uint64
-		want uint64
-	}{{40, 0}, {38, 1}, {30, 2}, {30, 2}} {
-		if err := w.Truncate(tc.to, nil); err != nil {
+	count := func() uint64 {
+		t.Helper()
+		n, err := readRollbacks(m, "/wal")
+		if err != nil {
 			t.Fatal(err)
 		}
-		want := ""
-		if tc.want > 0 {
-			want = string(binary.LittleEndian.AppendUint64(nil, tc.want))
+		return n
+	}
+	readOnly := func(fsys vfs.FS) error {
+		r, err := Open(fsys, "/wal", Options{ReadOnly: true, Logf: quiet})
+		if err == nil {
+			err = r.Replay(func(uint64, []byte) error { return nil })
+			r.Close()
 		}
-		if c := count(); c != want {
-			t.Fatalf("after Truncate(%d): ROLLBACKS %x, want %x", tc.to, c, want)
+		return err
+	}
+	changed := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrChanged) || errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a read-only Open %s: %v, want ErrChanged", what, err)
 		}
 	}
-	overwrite(t, m, "/wal/"+rollbacksName, []byte("junk"))
-	appendRange(t, w, 31, 32)
-	if err := w.Truncate(31, nil); err != nil {
-		t.Fatal(err)
-	}
-	if c := count(); c != string(binary.LittleEndian.AppendUint64(nil, 1)) {
-		t.Fatalf("after a Truncate over a damaged file: %x", c)
-	}
-
-	truncated := false
-	fsys := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
-		if op.Kind == errorfs.OpRead && strings.HasSuffix(op.Path, segSuffix) && !truncated {
-			truncated = true
-			if err := w.Truncate(30, nil); err != nil {
-				t.Fatal(err)
+	var inside error // the read-only Open run inside the Truncate
+	removals, fail := 0, false
+	wfs := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpRemove && strings.HasSuffix(op.Path, segSuffix) {
+			if removals++; removals == 1 {
+				inside = readOnly(m)
+			}
+			if fail {
+				return errorfs.Fault{Err: syscall.EIO}
 			}
 		}
 		return errorfs.Fault{}
 	}))
-	if _, err := Open(fsys, "/wal", Options{ReadOnly: true, Logf: quiet}); !errors.Is(err, ErrChanged) || errors.Is(err, ErrCorrupt) {
-		t.Fatalf("a read-only Open beside a Truncate: %v, want ErrChanged", err)
+	w, _ := openCheck(t, wfs, "/wal", Options{SegmentSize: 1500, Logf: quiet})
+	for _, tc := range []struct {
+		to   uint64
+		want uint64
+	}{{40, 0}, {38, 2}, {30, 4}, {30, 4}} {
+		if err := w.Truncate(tc.to, nil); err != nil {
+			t.Fatal(err)
+		}
+		if c := count(); c != tc.want {
+			t.Fatalf("after Truncate(%d): ROLLBACKS %d, want %d", tc.to, c, tc.want)
+		}
+	}
+	changed("inside a Truncate", inside)
+	if err := readOnly(m); err != nil {
+		t.Fatalf("a read-only Open after the Truncates: %v", err)
+	}
+
+	overwrite(t, m, "/wal/"+rollbacksName, []byte("junk"))
+	appendRange(t, w, 31, 35)
+	if err := w.Truncate(33, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(); c != 2 {
+		t.Fatalf("after a Truncate over a damaged file: %d, want 2", c)
+	}
+
+	appendRange(t, w, 34, 40)
+	fail = true
+	if err := w.Truncate(20, nil); !errors.Is(err, ErrFailed) {
+		t.Fatalf("a Truncate whose removal fails: %v", err)
+	}
+	w.Close()
+	if c := count(); c%2 != 1 {
+		t.Fatalf("after a Truncate that failed half way: %d, want odd", c)
+	}
+	changed("after a Truncate that failed half way", readOnly(m))
+	w, _ = openCheck(t, m, "/wal", Options{Logf: quiet})
+	w.Close()
+	if c := count(); c%2 != 0 {
+		t.Fatalf("after a writer's Open: %d, want even", c)
+	}
+	if err := readOnly(m); err != nil {
+		t.Fatalf("a read-only Open after the writer's Open: %v", err)
 	}
 }
