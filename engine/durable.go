@@ -97,7 +97,9 @@ func Open(dir string, cfg Config) (*Engine, error) {
 // removed meanwhile (a snapshot made old by a newer one) still reads as it
 // was; one gone before it was opened, a rollback running or run
 // meanwhile, or a file cut or rewritten by one, fails the read, and
-// OpenReadOnly reads again, three tries in all. An error after the last
+// OpenReadOnly reads again, three tries in all, waiting 10 then 40 ms. A
+// rollback that a crash stopped half way keeps readers out until the node
+// opens its log again (or `timerlane wal repair` runs). An error after the last
 // matches wal.ErrChanged or fs.ErrNotExist, which say to try again later,
 // not damage.
 func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
@@ -592,7 +594,8 @@ func (e *Engine) applyRecord(body []byte) error {
 // follows reports a torn tail or a leftover temporary snapshot. It opens
 // under SyncEveryBlock, the strictest reading of a damaged tail
 // (wal.Options.Sync). Beside a node that rolls back as it reads, it fails
-// with wal.ErrChanged, as OpenReadOnly's reads do: read again.
+// with wal.ErrChanged, once: the caller reads again (OpenReadOnly's reads
+// fail so too, and it reads again itself).
 func LogConfig(dir string) (Config, error) {
 	log, err := wal.Open(vfs.OS, dir, wal.Options{ReadOnly: true, Logf: func(string, ...any) {}})
 	if err != nil {

@@ -222,7 +222,7 @@
 //	NAME.corrupt                    a damaged snapshot set aside by Repair
 //	NEWEST                          the first record of the newest segment begun (below)
 //	NEWEST.tmp                      NEWEST being written (removed by Open)
-//	ROLLBACKS                       how many Truncates changed the log (below)
+//	ROLLBACKS                       a seqlock count of the log's rollbacks, for readers (below)
 //	ROLLBACKS.tmp                   ROLLBACKS being written (removed by Open)
 //	LOCK                            locked by the open Log, with the directory (holds nothing)
 //
@@ -263,8 +263,8 @@
 // ROLLBACKS: 8 bytes, a count, written to ROLLBACKS.tmp, fsynced and
 // renamed into place; a missing file counts 0. It is a seqlock: a Truncate
 // makes it odd before it removes or cuts a file and even once it is done,
-// and a writer's Open makes an odd count (a Truncate that failed or
-// crashed half way) even. A read-only Log reads it as it begins and after
+// and a writer's Open (so Repair too) makes an odd count (a Truncate that
+// failed or crashed half way) even; until then readers fail. A read-only Log reads it as it begins and after
 // it has read what it uses (Open, then Replay): an odd count, or another
 // one, means a rollback ran or is running, which can rewrite records and
 // a snapshot with no name or size changing, and the read is ErrChanged.

@@ -73,7 +73,8 @@ func dirState(fsys FS, dir string) string {
 		}
 		fmt.Fprintf(&b, "%s %d\n", n, size)
 	}
-	fmt.Fprintf(&b, "%s %s\n", rollbacksName, rollbacksSeen(fsys, dir)) // a rollback can keep every name and size
+	n, err := rollbacksSeen(fsys, dir) // a rollback can keep every name and size
+	fmt.Fprintf(&b, "%s %d %v\n", rollbacksName, n, err)
 	return b.String()
 }
 

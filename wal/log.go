@@ -118,7 +118,9 @@ type Options struct {
 	// with ErrChanged if the writer rolls back meanwhile (a rollback can
 	// rewrite records and a snapshot in place: the ROLLBACKS file, see the
 	// package doc), as they do for a file gone before it was read or cut
-	// as it was read, or fs.ErrNotExist (try again). Read the snapshot
+	// as it was read, or fs.ErrNotExist (try again; after a crash inside
+	// a rollback, readers fail until a writer opens the log, or Repair
+	// runs: see the package doc, ROLLBACKS). Read the snapshot
 	// before Replay: the check covers what was read by then. Append, Sync, WriteSnapshot,
 	// WriteSnapshotFunc, StartSnapshot and Truncate fail with ErrReadOnly
 	// (WaitSnapshot returns nil: no snapshot is ever in flight). Open with
@@ -181,7 +183,7 @@ type Log struct {
 	zenc *zstd.Encoder
 	held *heldFS // read-only, until Replay: the files read, held open
 	// A read-only Log's ROLLBACKS count as Open began (rollbacksSeen).
-	rollbacks string
+	rollbacks uint64
 	// snapEnd is a read-only Log's snapshot's last bytes, its payload's
 	// length and xxh3, as Open read it: a writer built before ROLLBACKS
 	// rewrites a snapshot under its name and counts nothing.
@@ -250,6 +252,10 @@ type Recovery struct {
 	// RemovedTemp are leftover temporary files Open removed: snapshots,
 	// or a segment a repair was rewriting, that a crash cut short.
 	RemovedTemp []string
+	// EndedRollback says that a Truncate had stopped half way (a crash,
+	// or a log that failed in it) and Open ended it in ROLLBACKS: the log
+	// is what Open recovered, and readers beside it read again.
+	EndedRollback bool
 }
 
 // Cut is a torn tail cut by Open: the bytes from Offset to the end of
@@ -814,9 +820,9 @@ func (l *Log) syncer(d time.Duration) {
 // order of height (SnapshotHeight+1 .. Recovery().LastHeight), with the
 // block's body as appended. body is valid only during the call. Call it
 // after Open and before Append or Truncate; it re-reads the segments and
-// re-checks every record, and the bytes of each segment's records against
-// those Open read. It ends a read-only Log's hold on its files
-// (Options.ReadOnly).
+// re-checks every record, and each segment's records against those Open
+// read (a fold of the checksums their frames store), before fn sees any.
+// It ends a read-only Log's hold on its files (Options.ReadOnly).
 func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 	var fnErr error
 	err := l.replay(func(height uint64, body []byte) error {
@@ -906,7 +912,10 @@ func (l *Log) rolledBack() error {
 	if !l.opts.ReadOnly {
 		return nil
 	}
-	if rollbacksSeen(l.fs, l.dir) != l.rollbacks {
+	switch n, err := rollbacksSeen(l.fs, l.dir); {
+	case err != nil:
+		return err
+	case n != l.rollbacks:
 		return changedError(errors.New("the writer rolled back as the log was read"))
 	}
 	if l.snapEnd != nil {

@@ -79,9 +79,12 @@ func openReadOnly(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err // a missing directory is not an empty log here
 	}
-	rollbacks := rollbacksSeen(fsys, dir) // before any other read
-	if inRollback(rollbacks) {
-		return nil, changedError(errors.New("a rollback is running, or the writer stopped in one (after a crash, open the node first)"))
+	rollbacks, err := rollbacksSeen(fsys, dir) // before any other read
+	if err != nil {
+		return nil, err
+	}
+	if rollbacks%2 == 1 {
+		return nil, changedError(errInRollback)
 	}
 	before := dirState(fsys, dir)
 	l := &Log{fs: fsys, dir: dir, opts: opts, rollbacks: rollbacks}
@@ -359,8 +362,13 @@ func (l *Log) recover() error {
 	// snapshot, up to SnapshotEvery blocks later (an operations audit).
 	// A rollback that failed or crashed half way is over: the log is what
 	// recovery found (rollbacks.go).
-	if err := evenRollbacks(fsys, dir); err != nil {
+	ended, err := evenRollbacks(fsys, dir)
+	if err != nil {
 		return err
+	}
+	if ended {
+		l.rec.EndedRollback = true
+		opts.Logf("wal: a rollback had stopped half way (a crash, or a log that failed in it); the log is what was recovered, and %s says so to readers", rollbacksName)
 	}
 	if n := len(l.segs); n > 0 {
 		return writeNewest(fsys, dir, l.segs[n-1].first)

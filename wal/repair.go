@@ -25,6 +25,7 @@ type RepairAction struct {
 	// from the newest segment there is), "lowered" (NEWEST, naming a
 	// segment that is lost, made to name the newest there is, Into, or
 	// removed), "leftover" (a temporary file a crash left, removed),
+	// "ended" (ROLLBACKS: a Truncate that stopped half way, ended),
 	// "rewritten" (see Into), "renamed" (a segment whose name
 	// disagreed with its whole header and first record, given the
 	// header's name, Into) or "torn tail" (the torn tail that any
@@ -55,6 +56,8 @@ func (a RepairAction) String() string {
 		return fmt.Sprintf("lowered %s to %s, the newest segment there is: the blocks of the missing one are lost, because %v", a.File, a.Into, a.Corruption)
 	case "leftover":
 		return fmt.Sprintf("removed %s, a temporary file that a crash left", a.File)
+	case "ended":
+		return fmt.Sprintf("ended in %s a rollback that had stopped half way, which kept readers out: the log is what was recovered", a.File)
 	case "rebuilt":
 		if a.File == newestName {
 			return fmt.Sprintf("rebuilt %s from the newest segment there is, because %v", a.File, a.Corruption)
@@ -130,6 +133,9 @@ func repair(fsys vfs.FS, dir string, opts Options) ([]RepairAction, error) {
 		}
 		for _, name := range l.rec.RemovedTemp {
 			actions = append(actions, RepairAction{Action: "leftover", File: name})
+		}
+		if l.rec.EndedRollback {
+			actions = append(actions, RepairAction{Action: "ended", File: rollbacksName})
 		}
 		if c := l.rec.Cut; c != nil {
 			a := RepairAction{Action: "torn tail", File: c.Segment, Offset: c.Offset, Removed: c.Bytes}

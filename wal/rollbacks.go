@@ -2,6 +2,7 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -16,13 +17,17 @@ import (
 // 43's reviews: a state the writer never had, with the state root off).
 //
 // It holds a count, 8 bytes little-endian, kept as a seqlock: a Truncate
-// makes it odd, durably, before it changes a file, and even again once it
-// is done; a writer's Open makes an odd count even (a Truncate that failed
-// or crashed half way). A read-only Log reads it as it begins and after
-// it has read what it uses (Open, then Replay): an odd count, or another
-// one, means a rollback ran or is running, and the read is ErrChanged. A
-// missing file (a log no Truncate changed, or written before the file
-// existed) counts 0.
+// makes it odd, durably, before it removes or cuts a file (a snapshot it
+// needs at the target is written before: the state there is the same in
+// both chains), and even again once it is done; a writer's Open, and so
+// Repair, makes an odd count even (a Truncate that failed or crashed half
+// way: Recovery.EndedRollback, the repair action "ended"). A read-only
+// Log reads it as it begins and after it has read what it uses (Open,
+// then Replay): an odd count, or another one, means a rollback ran or is
+// running, and the read is ErrChanged; one it cannot read fails the read.
+// After a crash inside a rollback, readers so fail until the node opens
+// its log again (or `timerlane wal repair` runs). A missing file (a log
+// no Truncate changed, or written before the file existed) counts 0.
 const (
 	rollbacksName    = "ROLLBACKS"
 	rollbacksTmpName = "ROLLBACKS.tmp"
@@ -43,22 +48,20 @@ func readRollbacks(fsys vfs.FS, dir string) (uint64, error) {
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// rollbacksSeen is what a reader compares: the count, or the error that
-// kept it from reading it (which then differs from a count).
-func rollbacksSeen(fsys vfs.FS, dir string) string {
+// errInRollback is a read-only Open's error for an odd count: a rollback
+// is running, or one stopped half way and no writer has opened the log
+// since.
+var errInRollback = errors.New("a rollback is running beside the reader, or one stopped half way (a crash, or a log that failed in it): opening the node, or timerlane wal repair, ends it")
+
+// rollbacksSeen is the count a reader compares, or the error that kept it
+// from reading it: a reader that cannot read the count cannot tell a
+// rollback, and fails.
+func rollbacksSeen(fsys vfs.FS, dir string) (uint64, error) {
 	n, err := readRollbacks(fsys, dir)
 	if err != nil {
-		return "error: " + err.Error()
+		return 0, fmt.Errorf("wal: %s cannot be read, which tells a reader beside a writer of its rollbacks: %w", rollbacksName, err)
 	}
-	return fmt.Sprint(n)
-}
-
-// inRollback reports whether a count a reader saw says a rollback is
-// running (or stopped half way).
-func inRollback(seen string) bool {
-	var n uint64
-	_, err := fmt.Sscan(seen, &n)
-	return err == nil && n%2 == 1
+	return n, nil
 }
 
 // writeRollbacks makes the count n, durably.
@@ -79,11 +82,12 @@ func beginRollback(fsys vfs.FS, dir string) (uint64, error) {
 }
 
 // evenRollbacks ends a rollback that a writer left half way: an odd
-// count becomes even. A writer's Open calls it once it has recovered.
-func evenRollbacks(fsys vfs.FS, dir string) error {
+// count becomes even. A writer's Open calls it once it has recovered, and
+// says whether it did.
+func evenRollbacks(fsys vfs.FS, dir string) (bool, error) {
 	n, err := readRollbacks(fsys, dir)
 	if err != nil || n%2 == 0 {
-		return err
+		return false, err
 	}
-	return writeRollbacks(fsys, dir, n+1)
+	return true, writeRollbacks(fsys, dir, n+1)
 }

@@ -2240,22 +2240,52 @@ func TestTruncateCountsRollbacks(t *testing.T) {
 		t.Fatalf("after a Truncate over a damaged file: %d, want 2", c)
 	}
 
-	appendRange(t, w, 34, 40)
-	fail = true
-	if err := w.Truncate(20, nil); !errors.Is(err, ErrFailed) {
-		t.Fatalf("a Truncate whose removal fails: %v", err)
+	// A Truncate that fails half way leaves the count odd: readers fail
+	// until a writer's Open, or a repair, ends it.
+	failHalfWay := func(to uint64) {
+		t.Helper()
+		w, _ := openCheck(t, wfs, "/wal", Options{SegmentSize: 1500, Logf: quiet})
+		appendRange(t, w, w.LastHeight()+1, 40)
+		fail = true
+		defer func() { fail = false }()
+		if err := w.Truncate(to, nil); !errors.Is(err, ErrFailed) {
+			t.Fatalf("a Truncate whose removal fails: %v", err)
+		}
+		w.Close()
+		if c := count(); c%2 != 1 {
+			t.Fatalf("after a Truncate that failed half way: %d, want odd", c)
+		}
+		changed("after a Truncate that failed half way", readOnly(m))
 	}
 	w.Close()
-	if c := count(); c%2 != 1 {
-		t.Fatalf("after a Truncate that failed half way: %d, want odd", c)
-	}
-	changed("after a Truncate that failed half way", readOnly(m))
+	failHalfWay(20)
 	w, _ = openCheck(t, m, "/wal", Options{Logf: quiet})
 	w.Close()
-	if c := count(); c%2 != 0 {
-		t.Fatalf("after a writer's Open: %d, want even", c)
+	if c := count(); c%2 != 0 || !w.Recovery().EndedRollback {
+		t.Fatalf("after a writer's Open: %d, EndedRollback %v; want even, true", c, w.Recovery().EndedRollback)
 	}
 	if err := readOnly(m); err != nil {
 		t.Fatalf("a read-only Open after the writer's Open: %v", err)
+	}
+	failHalfWay(10)
+	acts, err := Repair(m, "/wal", Options{Logf: quiet})
+	if err != nil || !slices.ContainsFunc(acts, func(a RepairAction) bool { return a.Action == "ended" && a.File == rollbacksName }) {
+		t.Fatalf("Repair: %q, %v; want the rollback ended", acts, err)
+	}
+	if err := readOnly(m); err != nil {
+		t.Fatalf("a read-only Open after the repair: %v", err)
+	}
+
+	// A count that cannot be read fails the read: it cannot tell a
+	// rollback (two failed reads compared alike, session 43's third
+	// review).
+	denied := errorfs.Wrap(m, errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+		if op.Kind == errorfs.OpOpen && strings.HasSuffix(op.Path, "/"+rollbacksName) {
+			return errorfs.Fault{Err: syscall.EACCES}
+		}
+		return errorfs.Fault{}
+	}))
+	if err := readOnly(denied); !errors.Is(err, syscall.EACCES) || !strings.Contains(err.Error(), rollbacksName) {
+		t.Fatalf("a read-only Open that cannot read %s: %v", rollbacksName, err)
 	}
 }

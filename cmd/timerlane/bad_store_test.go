@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/zeebo/xxh3"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/merkle"
+	"github.com/timerlane/timerlane/wal"
 )
 
 // storeBlocks writes a store of blocks blocks, each scheduling per
@@ -385,6 +387,27 @@ func TestReadBesideANode(t *testing.T) {
 			require.Equal(t, tc.code == 1 && errors.Is(tc.err, fs.ErrNotExist), strings.Contains(stderr, goneHint), stderr)
 		})
 	}
+}
+
+// TestReadWaitsBetweenTries: a read that begins inside a rollback fails
+// at once (wal.ErrChanged); openDir waits before it reads again, 10 ms
+// then 40, so that its tries do not all fall inside the same rollback
+// (session 43's third review: three tries back to back gave up inside a
+// rollback of 30 ms, which engine.OpenReadOnly alone outlasted).
+func TestReadWaitsBetweenTries(t *testing.T) {
+	dir, _ := storeBlocks(t, 1, 1)
+	real := openLog
+	t.Cleanup(func() { openLog = real })
+	start, tries := time.Now(), 0
+	openLog = func(dir string, checkEvery bool) (*engine.Engine, error) {
+		if tries++; time.Since(start) < 30*time.Millisecond { // a rollback of 30 ms
+			return nil, fmt.Errorf("read: %w", wal.ErrChanged)
+		}
+		return real(dir, checkEvery)
+	}
+	code, _, stderr := cli("inspect", dir)
+	require.Equal(t, 0, code, stderr)
+	require.GreaterOrEqual(t, tries, 2)
 }
 
 // TestInspectListsLeftovers: inspect lists the files a crash can leave

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/timerlane/timerlane/engine"
 	"github.com/timerlane/timerlane/internal/vfs"
@@ -39,8 +40,14 @@ func openDir(dir string, checkEvery bool) (*engine.Engine, error) {
 		if try == readTries {
 			return nil, gone(err)
 		}
+		waitToRead(try)
 	}
 }
+
+// waitToRead waits before read try+1: 10 ms, then 40. A read that begins
+// inside a rollback fails at once (wal's ROLLBACKS), and tries back to
+// back all fell inside the same one (session 43's third review).
+func waitToRead(try int) { time.Sleep(10 * time.Millisecond << (2 * (try - 1))) }
 
 // readTries is how many times openDir reads a log whose files go missing
 // or change as it reads them: beside a running node, which removes its
@@ -196,6 +203,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	// files, kept for rollbacks and fallbacks, are checked too.
 	damaged, err := wal.Check(vfs.OS, args[0], wal.Options{})
 	for try := 2; readAgain(err) && try <= readTries; try++ {
+		waitToRead(try - 1)
 		damaged, err = wal.Check(vfs.OS, args[0], wal.Options{}) // see readTries
 	}
 	if readAgain(err) {
