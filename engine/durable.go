@@ -99,9 +99,9 @@ func Open(dir string, cfg Config) (*Engine, error) {
 // meanwhile, or a file cut or rewritten by one, fails the read, and
 // OpenReadOnly reads again, three tries in all, waiting 10 then 40 ms. A
 // rollback that a crash stopped half way keeps readers out until the node
-// opens its log again (or `timerlane wal repair` runs). An error after the last
-// matches wal.ErrChanged or fs.ErrNotExist, which say to try again later,
-// not damage.
+// opens its log again (or `timerlane wal repair` runs). An error after the
+// last matches wal.ErrChanged or fs.ErrNotExist, which say to try again
+// later, not damage.
 func OpenReadOnly(dir string, cfg Config) (*Engine, error) {
 	return openReadOnly(vfs.OS, dir, cfg, wal.Options{})
 }
@@ -514,7 +514,8 @@ func (e *Engine) applyRecord(body []byte) error {
 		}
 		lastNew = t.seq
 		e.height = height // restoreTimer places by the current height
-		if ok {           // the id's old timer went: look again
+		if ok {
+			// The id's old timer went: its slot may have too.
 			i, err = e.restoreTimer(u.id, &t)
 		} else {
 			i, err = e.restoreTimerAt(at, u.id, &t)

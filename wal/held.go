@@ -17,10 +17,11 @@ import (
 // few records, the snapshot was often gone by the second read (the fault
 // soak of session 42: 12 to 26 of about 940 read-only opens failed with
 // "no such file" after three tries). A held file still reads as it was
-// once removed. At most maxHeld files are held. NEWEST and ROLLBACKS are not held: the writer replaces
-// them whole, and the reader reads them again to see a change. Windows
-// refuses to remove a file open for reading: there nothing is held, so
-// that a reader never makes a writer's removal fail.
+// once removed. At most maxHeld files are held. NEWEST and ROLLBACKS are
+// not held: the writer replaces them whole, and the reader reads them
+// again to see a change. Windows refuses to remove a file open for
+// reading: there nothing is held, so that a reader never makes a
+// writer's removal fail.
 type heldFS struct {
 	vfs.FS
 	mu    sync.Mutex

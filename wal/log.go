@@ -114,17 +114,17 @@ type Options struct {
 	// holds open the segments and snapshot it reads until its first
 	// Replay returns (or Close), so that a file the writer removes
 	// meanwhile still reads as it was (up to 16 files; not on Windows,
-	// which would refuse the writer's removal); and Open and Replay fail
-	// with ErrChanged if the writer rolls back meanwhile (a rollback can
-	// rewrite records and a snapshot in place: the ROLLBACKS file, see the
-	// package doc), as they do for a file gone before it was read or cut
-	// as it was read, or fs.ErrNotExist (try again; after a crash inside
-	// a rollback, readers fail until a writer opens the log, or Repair
-	// runs: see the package doc, ROLLBACKS). Read the snapshot
-	// before Replay: the check covers what was read by then. Append, Sync, WriteSnapshot,
-	// WriteSnapshotFunc, StartSnapshot and Truncate fail with ErrReadOnly
-	// (WaitSnapshot returns nil: no snapshot is ever in flight). Open with
-	// Repair, and Repair, refuse it.
+	// which would refuse the writer's removal). Open and Replay fail with
+	// ErrChanged if the writer rolls back meanwhile (a rollback can
+	// rewrite records and a snapshot in place: ROLLBACKS in the package
+	// doc), or if a file was cut as they read it; with an error of a file
+	// not found if one was gone before they read it. Both say to try
+	// again. After a crash inside a rollback, readers fail so until a
+	// writer opens the log, or Repair runs. Read the snapshot before
+	// Replay: its check covers what was read by then. Append, Sync,
+	// WriteSnapshot, WriteSnapshotFunc, StartSnapshot and Truncate fail
+	// with ErrReadOnly (WaitSnapshot returns nil: no snapshot is ever in
+	// flight). Open with Repair, and Repair, refuse it.
 	ReadOnly bool
 }
 
@@ -833,7 +833,7 @@ func (l *Log) Replay(fn func(height uint64, body []byte) error) error {
 	if rb := l.rolledBack(); rb != nil {
 		// Every record can be whole and in order, and fn content, and
 		// still not follow the snapshot read before (rollbacks.go).
-		if err == nil {
+		if err == nil || !errors.Is(rb, ErrChanged) {
 			return rb
 		}
 		return changedError(err)
@@ -899,7 +899,7 @@ func (l *Log) UnlessChanged(err error) error {
 	if err == nil || !l.opts.ReadOnly || errors.Is(err, ErrChanged) {
 		return err
 	}
-	if rb := l.rolledBack(); rb != nil {
+	if rb := l.rolledBack(); errors.Is(rb, ErrChanged) {
 		return changedError(err)
 	}
 	return err
@@ -921,7 +921,7 @@ func (l *Log) rolledBack() error {
 	if l.snapEnd != nil {
 		// Read by name, not from the file held: gone is no change (a
 		// newer snapshot made it old); another is.
-		end, err := snapshotEnd(orOS(l.rawFS()), l.path(l.rec.Snapshot))
+		end, err := snapshotEnd(l.rawFS(), l.path(l.rec.Snapshot))
 		if err == nil && string(end) != string(l.snapEnd) {
 			return changedError(fmt.Errorf("%s was written again as the log was read (a rollback)", l.rec.Snapshot))
 		}

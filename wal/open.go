@@ -354,14 +354,8 @@ func (l *Log) recover() error {
 	if err := syncKept(fsys, dir, l.segs); err != nil {
 		return err
 	}
-	// The bound follows the newest segment kept, which is durable now: a
-	// log written before the file existed gets it here, and so does a
-	// segment whose rotation a crash cut short after its header's sync.
-	// It is written even when it holds that value: a directory the writer
-	// cannot write fails Open here, where it failed the first rotation or
-	// snapshot, up to SnapshotEvery blocks later (an operations audit).
 	// A rollback that failed or crashed half way is over: the log is what
-	// recovery found (rollbacks.go).
+	// recovery found, durably (rollbacks.go).
 	ended, err := evenRollbacks(fsys, dir)
 	if err != nil {
 		return err
@@ -370,6 +364,12 @@ func (l *Log) recover() error {
 		l.rec.EndedRollback = true
 		opts.Logf("wal: a rollback had stopped half way (a crash, or a log that failed in it); the log is what was recovered, and %s says so to readers", rollbacksName)
 	}
+	// The bound follows the newest segment kept, which is durable now: a
+	// log written before the file existed gets it here, and so does a
+	// segment whose rotation a crash cut short after its header's sync.
+	// It is written even when it holds that value: a directory the writer
+	// cannot write fails Open here, where it failed the first rotation or
+	// snapshot, up to SnapshotEvery blocks later (an operations audit).
 	if n := len(l.segs); n > 0 {
 		return writeNewest(fsys, dir, l.segs[n-1].first)
 	}

@@ -70,8 +70,8 @@ func writeRollbacks(fsys vfs.FS, dir string, n uint64) error {
 }
 
 // beginRollback makes the count odd, and another odd number than any a
-// reader may have seen, before a Truncate changes a file; it returns the
-// count to end with.
+// reader may have seen, before a Truncate removes or cuts a file; it
+// returns the count to end with, less one.
 func beginRollback(fsys vfs.FS, dir string) (uint64, error) {
 	n, err := readRollbacks(fsys, dir)
 	if err != nil {
