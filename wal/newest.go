@@ -145,9 +145,10 @@ func rebuildNewest(fsys vfs.FS, dir string, ce *CorruptError) (RepairAction, err
 }
 
 // IsLogFile reports whether name is a file that a log keeps in its
-// directory: a segment, a snapshot, NEWEST, ROLLBACKS or LOCK (not a temporary file,
-// which Open removes, nor one that Repair set aside). A program that gives
-// a log a directory of its own can refuse one that holds anything else.
+// directory: a segment, a snapshot, NEWEST, ROLLBACKS or LOCK (not a
+// temporary file, which Open removes, nor one that Repair set aside). A
+// program that gives a log a directory of its own can refuse one that
+// holds anything else.
 func IsLogFile(name string) bool {
 	if name == newestName || name == rollbacksName || name == lockName {
 		return true
