@@ -260,8 +260,9 @@
 // Repair then rebuilds the file from the newest segment there is,
 // accepting the loss.
 //
-// ROLLBACKS: 8 bytes, a count, written to ROLLBACKS.tmp, fsynced and
-// renamed into place; a missing file counts 0. It is a seqlock: a Truncate
+// ROLLBACKS: 8 bytes, a count, written to ROLLBACKS.tmp and renamed into
+// place, with no fsync (only readers beside the writer need it, and a
+// crash ends them); a missing or short file counts 0. It is a seqlock: a Truncate
 // makes it odd before it removes or cuts a file and even once it is done,
 // and a writer's Open (so Repair too) makes an odd count (a Truncate that
 // failed or crashed half way) even; until then readers fail. A read-only Log reads it as it begins and after

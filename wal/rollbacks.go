@@ -17,7 +17,7 @@ import (
 // 43's reviews: a state the writer never had, with the state root off).
 //
 // It holds a count, 8 bytes little-endian, kept as a seqlock: a Truncate
-// makes it odd, durably, before it removes or cuts a file (a snapshot it
+// makes it odd before it removes or cuts a file (a snapshot it
 // needs at the target is written before: the state there is the same in
 // both chains), and even again once it is done; a writer's Open, and so
 // Repair, makes an odd count even (a Truncate that failed or crashed half
@@ -64,9 +64,31 @@ func rollbacksSeen(fsys vfs.FS, dir string) (uint64, error) {
 	return n, nil
 }
 
-// writeRollbacks makes the count n, durably.
+// writeRollbacks makes the count n: a temporary file renamed into place,
+// which readers see at once, with no fsync. Only readers beside the
+// writer need the count, and a crash ends them: a count a power loss
+// takes back, or leaves empty (0), keeps out no reader of the crash's log,
+// which nobody changes until a writer opens it. An Append and a Truncate
+// of one record on this machine's disk (session 43, a throwaway benchmark,
+// 3 alternating runs of 300): 0.30-0.38 ms before ROLLBACKS, 1.40-1.53
+// with its two writes fsynced, 0.56-0.64 (against 0.40-0.42) without.
 func writeRollbacks(fsys vfs.FS, dir string, n uint64) error {
-	return vfs.ReplaceFile(fsys, dir, filepath.Join(dir, rollbacksName), filepath.Join(dir, rollbacksTmpName), binary.LittleEndian.AppendUint64(nil, n))
+	tmp := filepath.Join(dir, rollbacksTmpName)
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(binary.LittleEndian.AppendUint64(nil, n))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, filepath.Join(dir, rollbacksName))
+	}
+	if err != nil {
+		fsys.Remove(tmp) // best effort: Open removes a leftover too
+	}
+	return err
 }
 
 // beginRollback makes the count odd, and another odd number than any a
