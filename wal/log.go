@@ -1025,11 +1025,7 @@ func readRangeInto(fsys vfs.FS, path string, from, to int64, buf []byte) ([]byte
 		return nil, err
 	}
 	defer f.Close()
-	if int64(cap(buf)) >= to-from {
-		buf = buf[:to-from]
-	} else {
-		buf = make([]byte, to-from)
-	}
+	buf = vfs.Resize(buf, to-from)
 	n, err := f.ReadAt(buf, from)
 	if n == len(buf) {
 		return buf, nil

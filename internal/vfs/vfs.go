@@ -136,7 +136,7 @@ func ReadFileInto(fsys FS, name string, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf = grow(buf, n)
+	buf = Resize(buf, n)
 	m, err := f.ReadAt(buf, 0)
 	switch {
 	case int64(m) == n:
@@ -147,8 +147,9 @@ func ReadFileInto(fsys FS, name string, buf []byte) ([]byte, error) {
 	return buf[:m], err
 }
 
-// grow returns buf resized to n bytes, in its array if it has room.
-func grow(buf []byte, n int64) []byte {
+// Resize returns buf resized to n bytes, in its array if it has room (its
+// bytes are then whatever it held): a buffer read into again and again.
+func Resize(buf []byte, n int64) []byte {
 	if int64(cap(buf)) >= n {
 		return buf[:n]
 	}
