@@ -12,9 +12,11 @@ import (
 
 // node drives an engine the way a node does, with every kind of call in
 // every block: payloads empty, raw, large and routed to a handler; fee
-// arguments under the lane; cancels of its own timers, of timers already
-// gone and inside reverted transactions; handlers that schedule and
-// handlers that fail; the state root asked for after each Commit. Its
+// arguments under the lane, some clamped, and extends; cancels of its own
+// timers, of timers already gone and inside reverted transactions; the
+// lane's system cancel and extend; handlers that schedule and handlers
+// that fail; an observer of every event; the state root asked for after
+// each Commit. Its
 // pending set stays bounded (each actor keeps at most nodeFar timers in
 // the overflow tier, cancelling its oldest), so that its steady state is
 // reached and a growing count of allocations is a fault, not growth.
@@ -26,6 +28,7 @@ type node struct {
 	nonce  uint64
 	recent [1024]engine.TimerID                // ids to cancel, any actor's
 	far    [nodeActors][nodeFar]engine.TimerID // each actor's overflow timers
+	events int
 }
 
 const (
@@ -45,6 +48,15 @@ var nodePayloads = [][]byte{
 }
 
 var errHandler = errors.New("the handler failed")
+
+// nodeSystem is the system deployer of the lane's nodes.
+var nodeSystem = engine.Address{0x5e}
+
+// The node observes every event, and counts them.
+func (n *node) Fired(*engine.Delivery, engine.FireResult)            { n.events++ }
+func (n *node) Collected(engine.TimerID, engine.GCReason)            { n.events++ }
+func (n *node) Deferred(engine.TimerID, engine.DeferReason)          { n.events++ }
+func (n *node) Clamped(engine.TimerID, engine.Amount, engine.Amount) { n.events++ }
 
 // Execute reschedules from a handler in one block of 4 and fails every
 // handler of one block in 7.
@@ -75,6 +87,7 @@ func newNode(tb testing.TB, dir string, lane, root bool) *node {
 		cfg.Policy = engine.PolicyLane
 		cfg.ActivationHeight = 10
 		cfg.Lane.FairnessWindowBlocks = 16
+		cfg.SystemDeployers = []engine.Address{nodeSystem}
 	}
 	var e *engine.Engine
 	var err error
@@ -98,7 +111,9 @@ func newNode(tb testing.TB, dir string, lane, root bool) *node {
 	if err := e.BeginBlock(1); err != nil {
 		tb.Fatal(err)
 	}
-	return &node{tb: tb, e: e, r: rand.New(rand.NewPCG(1, 2)), lane: lane}
+	n := &node{tb: tb, e: e, r: rand.New(rand.NewPCG(1, 2)), lane: lane}
+	e.SetObserver(n)
+	return n
 }
 
 // block runs the open block's transactions, ends and commits it, asks for
@@ -116,7 +131,10 @@ func (n *node) block() {
 			n.schedule(tx, a, k)
 		}
 		for k := range 3 {
-			tx.Cancel(n.recent[(n.nonce*7+uint64(k)*13)%uint64(len(n.recent))]) // pending or not, ours or not
+			tx.Cancel(n.pick(k)) // pending or not, ours or not
+		}
+		if n.lane && h >= 10 {
+			tx.Extend(n.pick(3), h+50) // pending or not, ours or not, valid or not
 		}
 		if t%5 == 0 {
 			err = tx.Revert()
@@ -126,6 +144,10 @@ func (n *node) block() {
 		if err != nil {
 			n.tb.Fatal(err)
 		}
+	}
+	if n.lane && h >= 10 {
+		e.SystemCancel(nodeSystem, n.pick(4))
+		e.SystemExtend(nodeSystem, n.pick(5), h+60)
 	}
 	if _, err := e.EndBlock(n); err != nil {
 		n.tb.Fatal(err)
@@ -137,6 +159,11 @@ func (n *node) block() {
 	if err := e.BeginBlock(h + 1); err != nil {
 		n.tb.Fatal(err)
 	}
+}
+
+// pick is one of the recent ids.
+func (n *node) pick(k int) engine.TimerID {
+	return n.recent[(n.nonce*7+uint64(k)*13)%uint64(len(n.recent))]
 }
 
 // schedule makes actor a's k-th schedule of the transaction: most due
@@ -158,6 +185,10 @@ func (n *node) schedule(tx engine.Tx, a, k int) {
 	if n.lane && h >= 10 && k%3 == 0 {
 		f := engine.Fees{Set: engine.HasGasLimit | engine.HasMaxPriorityFee | engine.HasExpiresAt,
 			GasLimit: 5000, MaxPriorityFee: engine.Amount{Lo: uint64(k)}, ExpiresAt: at + 3}
+		if k == 9 { // a max fee of twice the basefee: the priority fee is clamped
+			f.Set |= engine.HasMaxFee
+			f.MaxFee, f.MaxPriorityFee = n.e.Basefee().Add(n.e.Basefee()), n.e.Basefee().Add64(1)
+		}
 		var s engine.Scheduled
 		s, err = tx.ScheduleFees(at, p, &f)
 		id = s.ID
@@ -195,8 +226,8 @@ func TestNodeBlockAllocs(t *testing.T) {
 			if a := testing.AllocsPerRun(100, n.block); a != 0 {
 				t.Errorf("%v allocs per block, want 0", a)
 			}
-			if p := n.e.Pending(); p < 5000 {
-				t.Fatalf("only %d timers pending; the test measures too little", p)
+			if p := n.e.Pending(); p < 5000 || n.events < 100_000 {
+				t.Fatalf("only %d timers pending, %d events; the test measures too little", p, n.events)
 			}
 		})
 	}
