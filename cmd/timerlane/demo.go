@@ -37,7 +37,8 @@ load blocks the demo drains: it jumps over empty stretches with SkipEmpty
 and runs every block in which something is due, until no timer is pending.
 Progress goes to stderr, the summary table to stdout. An interrupt (Ctrl-C)
 or SIGTERM stops the run between blocks: it says after which block, closes
-DIR cleanly under --dir, and exits with status 130.
+DIR cleanly under --dir, and exits with status 130; the same command with
+--resume goes on with it, as after a crash.
 
 Flags:
 `
@@ -52,7 +53,7 @@ const (
 type demoConfig struct {
 	timers, actors, blocks int
 	seed                   uint64
-	quiet                  bool
+	quiet, resume          bool
 	dir                    string
 	reserve                int
 }
@@ -71,7 +72,8 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code
 	fs.IntVar(&c.blocks, "blocks", 0, "`N` load blocks, in [0, "+commas(maxBlocks)+"]: the blocks whose transactions\nschedule the timers (0: timers/500, at least 100)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr")
 	fs.IntVar(&c.reserve, "reserve", 0, "reserve room for `N` timers before the first block (engine.Reserve), as a\nnode that knows its scale would: no call then waits for the engine's memory\nto grow (0: none; at most "+commas(maxTimers)+")")
-	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty; inspect it\nafterwards with timerlane inspect DIR). The fsyncs make the run slower:\nthe default scenario's 183,000 blocks take a minute or more")
+	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty, unless --resume;\ninspect it afterwards with timerlane inspect DIR). The fsyncs make the run\nslower: the default scenario's 183,000 blocks take a minute or more")
+	fs.BoolVar(&c.resume, "resume", false, "with --dir, go on with the run DIR holds (one interrupted or killed, made\nwith the same flags): the scenario runs again in memory up to DIR's last\nblock, its state root there must equal DIR's, and the run goes on from DIR.\nA DIR that holds no block yet starts at block 1, so the same command line\nserves every restart")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), demoHelp)
 		fs.PrintDefaults()
@@ -95,6 +97,8 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code
 	switch {
 	case dirSet && c.dir == "":
 		return bad("--dir: empty; give a directory, or no --dir to run in memory")
+	case c.resume && !dirSet:
+		return bad("--resume: needs --dir, the directory whose run it goes on with")
 	case fs.NArg() > 0:
 		return bad("unexpected argument %q", fs.Arg(0))
 	case c.timers < 1 || c.timers > maxTimers:
@@ -133,19 +137,26 @@ func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) i
 	}
 	if errors.Is(err, errInterrupted) {
 		prog.abort()
-		fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d\n", s.height)
-		if c.dir != "" {
-			if err := s.e.Close(); err != nil {
+		if s.durable != nil {
+			fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d, running again in memory the blocks up to %d\n", s.height, s.resumeAt)
+		} else {
+			fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d\n", s.height)
+		}
+		if d := s.dirEngine(); d != nil {
+			if err := d.Close(); err != nil {
 				fmt.Fprintf(stderr, "timerlane demo: closing %s: %s\n", c.dir, msg(err))
 				return 1
 			}
-			fmt.Fprintf(stderr, "timerlane demo: %s holds the blocks up to %d (timerlane inspect %s)\n", c.dir, s.height, shellQuote(c.dir))
+			fmt.Fprintf(stderr, "timerlane demo: %s holds the blocks up to %d (timerlane inspect %s; --resume goes on)\n", c.dir, d.Height(), shellQuote(c.dir))
 		}
 		return 130 // as a shell reports a command killed by SIGINT
 	}
 	if err != nil {
 		prog.abort()
 		fmt.Fprintf(stderr, "timerlane demo: %s\n", msg(err))
+		if d := s.dirEngine(); d != nil {
+			d.Close() // the blocks it committed are durable already
+		}
 		if errors.Is(err, errBadDir) {
 			return 2
 		}
@@ -204,9 +215,15 @@ type heldTimer struct {
 
 // scenario runs the demo; it is also the engine's Executor.
 type scenario struct {
-	c        demoConfig
-	stop     <-chan os.Signal // an interrupt: the run stops between blocks
-	e        *engine.Engine
+	c    demoConfig
+	stop <-chan os.Signal // an interrupt: the run stops between blocks
+	e    *engine.Engine
+	// Under --resume, the engine recovered from --dir, which e (in
+	// memory) catches up with: at block resumeAt, takeOver checks that
+	// both have the same root and makes it e.
+	durable  *engine.Engine
+	resumeAt uint64
+	resumed  bool
 	cfg      engine.Config
 	rng      *rand.Rand
 	prog     *progress
@@ -280,7 +297,7 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	}
 	s.cfg.StateRoot = true
 	holdsChain := func(h uint64) error {
-		return fmt.Errorf("%w: --dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory", errBadDir, c.dir, h)
+		return fmt.Errorf("%w: --dir %s already holds a chain at height %d: the demo starts from block 1, give it a new directory (or --resume, to go on with the run that made it)", errBadDir, c.dir, h)
 	}
 	entries, err := os.ReadDir(c.dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a missing one, Open creates
@@ -293,7 +310,7 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 	}
 	// A log already: look at it read-only first, so that refusing it
 	// changes nothing (opening it for writing cuts a torn tail, for one).
-	if logDir(c.dir) == nil {
+	if logDir(c.dir) == nil && !c.resume {
 		w := log.Writer()
 		log.SetOutput(io.Discard) // quietly: the Open below reports what it cuts
 		ro, err := openDir(c.dir, false)
@@ -311,11 +328,54 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 		return s, err
 	}
 	if e.Height() > 0 {
-		e.Close()
-		return s, holdsChain(e.Height())
+		if !c.resume {
+			e.Close()
+			return s, holdsChain(e.Height())
+		}
+		// The scenario's own state (its random source, what each actor
+		// holds, the counts) is not in the log: it is made again by
+		// running the blocks up to DIR's in memory, which the roots check.
+		s.durable, s.resumeAt = e, e.Height()
+		if s.e, err = engine.New(s.cfg); err != nil {
+			e.Close()
+			return s, err
+		}
+		prog.note(fmt.Sprintf("timerlane demo: %s holds the blocks up to %d: running them again in memory, then on from %s", c.dir, s.resumeAt, c.dir))
+	} else {
+		s.e = e
 	}
-	s.e = e
 	return s, e.Reserve(c.reserve)
+}
+
+// dirEngine is the engine of --dir, if any.
+func (s *scenario) dirEngine() *engine.Engine {
+	switch {
+	case s.c.dir == "":
+		return nil
+	case s.durable != nil:
+		return s.durable
+	}
+	return s.e
+}
+
+// takeOver runs after block h, the one after prev, under --resume: at DIR's last block, the
+// engine recovered from DIR replaces the one in memory, if their state
+// roots agree. The times measured so far were the catch-up's: they start
+// again.
+func (s *scenario) takeOver(prev, h uint64) error {
+	switch {
+	case h < s.resumeAt:
+		return nil
+	case h > s.resumeAt:
+		return fmt.Errorf("%w: --dir %s holds a chain at height %d, a block this scenario does not run (it runs %d after %d): it was made with other flags or another seed", errBadDir, s.c.dir, s.resumeAt, h, prev)
+	}
+	if got, want := s.e.Root(), s.durable.Root(); got != want {
+		return fmt.Errorf("%w: --dir %s holds a chain whose root at height %d is 0x%x; this scenario's is 0x%x there: it was made with other flags or another seed", errBadDir, s.c.dir, h, want, got)
+	}
+	s.e, s.durable, s.resumed = s.durable, nil, true
+	s.loadLat, s.drainLat = s.loadLat[:0], s.drainLat[:0]
+	s.beginMax, s.skipMax, s.skipMaxBlocks = 0, 0, 0
+	return nil
 }
 
 func actorAddr(i int) engine.Address {
@@ -392,6 +452,9 @@ func (s *scenario) run() error {
 			s.drainEmpty++
 		}
 	}
+	if s.durable != nil {
+		return fmt.Errorf("%w: --dir %s holds a chain at height %d, past this scenario's last block %d: it was made with other flags or another seed", errBadDir, s.c.dir, s.resumeAt, s.height)
+	}
 	s.wall = time.Since(s.start)
 	s.prog.done(s.ops(), s.height, s.total, s.sum(&s.fired))
 	if s.blockFired != s.sum(&s.fired) {
@@ -420,6 +483,7 @@ func (s *scenario) block(h uint64, load bool) error {
 		return err
 	}
 	s.beginMax = max(s.beginMax, time.Since(t))
+	prev := s.height
 	s.height = h
 	if load {
 		if err := s.transactions(h); err != nil {
@@ -448,6 +512,9 @@ func (s *scenario) block(h uint64, load bool) error {
 		s.peak, s.peakHeight = s.e.Stats(), h
 	}
 	s.prog.update(now, s.ops(), h, s.total, s.sum(&s.fired))
+	if s.durable != nil {
+		return s.takeOver(prev, h)
+	}
 	return nil
 }
 
@@ -678,6 +745,9 @@ func (s *scenario) report(w io.Writer) {
 	row("drain blocks run", commas(s.drainBlocks), fmt.Sprintf("blocks (%s of them fired nothing)", commas(s.drainEmpty)))
 	row("empty blocks skipped", commas(s.skipped), "blocks (SkipEmpty)")
 	row("final height", commas(int(s.height)), "")
+	if s.resumed {
+		row("resumed after block", commas(int(s.resumeAt)), "(--resume: the blocks up to it ran again in memory and matched DIR's root; the times below are of the blocks after it)")
+	}
 	ps := s.peak
 	row("peak pending", commas(ps.Pending), fmt.Sprintf("timers at height %s: ring %s, epoch tier %s, overflow %s",
 		commas(int(s.peakHeight)), commas(ps.InRing), commas(ps.InEpochs), commas(ps.InOverflow)))
@@ -701,9 +771,15 @@ func (s *scenario) report(w io.Writer) {
 		d    []time.Duration
 	}{{"load", s.loadLat}, {"drain", s.drainLat}} {
 		slices.Sort(l.d)
-		row("end of block, "+l.name+" p50", micros(quantile(l.d, 0.50)), fmt.Sprintf("µs (EndBlock+Commit, %s blocks)", commas(len(l.d))))
-		row("end of block, "+l.name+" p99", micros(quantile(l.d, 0.99)), "µs")
-		row("end of block, "+l.name+" max", micros(quantile(l.d, 1)), "µs")
+		at := func(q float64) string {
+			if len(l.d) == 0 { // all before the block --resume went on from
+				return "-"
+			}
+			return micros(quantile(l.d, q))
+		}
+		row("end of block, "+l.name+" p50", at(0.50), fmt.Sprintf("µs (EndBlock+Commit, %s blocks)", commas(len(l.d))))
+		row("end of block, "+l.name+" p99", at(0.99), "µs")
+		row("end of block, "+l.name+" max", at(1), "µs")
 	}
 	// Besides the tiers' epoch maintenance, BeginBlock grows the rollback
 	// history's buffers in the load's first few hundred blocks, 0.1-0.5

@@ -157,6 +157,7 @@ func TestDemoBadFlags(t *testing.T) {
 		{[]string{"--dir", ""}, "--dir: empty"},
 		{[]string{"--dir="}, "--dir: empty"},
 		{[]string{"--timers"}, "-timers"},
+		{[]string{"--resume"}, "--resume: needs --dir"},
 	} {
 		code, out, errs := runDemo(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) {
@@ -213,7 +214,7 @@ func TestDemoHelp(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
-	for _, want := range []string{"usage: timerlane demo", "-timers", "-actors", "-seed", "-blocks", "-quiet", "-reserve"} {
+	for _, want := range []string{"usage: timerlane demo", "-timers", "-actors", "-seed", "-blocks", "-quiet", "-reserve", "-resume"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
 		}

@@ -59,6 +59,13 @@ func (p *progress) done(ops, height uint64, scheduled, fired int) {
 	}
 }
 
+// note prints a line of its own, before the bar has begun.
+func (p *progress) note(line string) {
+	if !p.off {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
 // abort ends a half-drawn bar's line, so that an error starts on its own.
 func (p *progress) abort() {
 	if p.tty && !p.off {
