@@ -25,7 +25,8 @@ Usage:
   timerlane replay TRACE      replay a conformance trace (JSON Lines; - for stdin)
                               and print its events as JSON Lines on stdout
   timerlane demo [flags]      run the million-timer scenario and print a summary
-                              (timerlane demo --help lists the flags; --dir DIR persists)
+                              (timerlane demo --help lists the flags; --dir DIR persists,
+                              and --resume goes on with a run stopped or killed)
   timerlane inspect DIR       height, pending timers, state root, log files of DIR
   timerlane verify DIR        recover DIR, checking every stored state root
   timerlane prove DIR ID      a proof that timer ID is (or is not) pending, as JSON
