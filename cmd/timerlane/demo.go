@@ -255,6 +255,7 @@ type scenario struct {
 	atPeak     struct { // measured at the end of the load blocks, where pending peaks
 		pending, heap int
 		stats         engine.Stats
+		twoEngines    bool // --resume was still catching up: DIR's engine was in the heap too
 	}
 	steadyOps, steadyMallocs uint64
 	steadyFrom               uint64
@@ -358,10 +359,10 @@ func (s *scenario) dirEngine() *engine.Engine {
 	return s.e
 }
 
-// takeOver runs after block h, the one after prev, under --resume: at DIR's last block, the
-// engine recovered from DIR replaces the one in memory, if their state
-// roots agree. The times measured so far were the catch-up's: they start
-// again.
+// takeOver runs after block h, the one after prev, under --resume: at
+// DIR's last block, the engine recovered from DIR replaces the one in
+// memory, if their state roots agree. The times measured so far were the
+// catch-up's: they start again.
 func (s *scenario) takeOver(prev, h uint64) error {
 	switch {
 	case h < s.resumeAt:
@@ -702,6 +703,7 @@ func (s *scenario) measurePeak(m0 *runtime.MemStats, ops0 uint64) {
 	s.atPeak.pending = s.e.Pending()
 	s.atPeak.heap = int(m.HeapAlloc) - int(s.baseHeap)
 	s.atPeak.stats = s.e.Stats()
+	s.atPeak.twoEngines = s.durable != nil
 }
 
 func (s *scenario) sum(a *[numKinds]int) int {
@@ -757,7 +759,11 @@ func (s *scenario) report(w io.Writer) {
 	p := max(1, s.atPeak.pending)
 	st := s.atPeak.stats
 	eng := st.ArenaBytes + st.IndexBytes + st.DataBytes
-	row("heap at end of load", mib(s.atPeak.heap), fmt.Sprintf("MiB for %s pending (after GC, minus the baseline)", commas(s.atPeak.pending)))
+	heapNote := "after GC, minus the baseline"
+	if s.atPeak.twoEngines {
+		heapNote += "; with the engine recovered from DIR, which --resume held beside it"
+	}
+	row("heap at end of load", mib(s.atPeak.heap), fmt.Sprintf("MiB for %s pending (%s)", commas(s.atPeak.pending), heapNote))
 	row("heap per pending timer", strconv.Itoa(s.atPeak.heap/p), "B/timer")
 	row("engine.Stats bytes", mib(eng), fmt.Sprintf("MiB (arena %s, id index %s, payloads %s)", mib(st.ArenaBytes), mib(st.IndexBytes), mib(st.DataBytes)))
 	row("engine.Stats per pending timer", strconv.Itoa(eng/p), "B/timer")
