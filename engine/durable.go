@@ -51,7 +51,8 @@ var ErrLogFailed = errors.New("timerlane: the write-ahead log failed; close and 
 var ErrReadOnly = errors.New("timerlane: the engine was opened read-only")
 
 // ErrBadRecord is a log record that cannot be applied: damaged (past its
-// checksum), or not the engine's.
+// checksum), or not a record of the engine's. One written under another
+// configuration is ErrConfigMismatch instead.
 var ErrBadRecord = errors.New("timerlane: bad log record")
 
 // durable is the engine's side of its log.
@@ -77,7 +78,10 @@ type durable struct {
 // Open opens the engine whose write-ahead log is in dir (created if
 // missing), recovering the state of the last durable block; later blocks
 // are logged at Commit. The configuration must be the one the log was
-// written with, except for the tier layout and the durability options.
+// written with, except for the tier layout, the state root, the rollback
+// depth and the durability options: another fails with an error matching
+// ErrConfigMismatch that names the first field that differs (LogConfig
+// reads the log's).
 // A directory is open in one engine at a time: another Open of it, in
 // this process or another, fails with an error matching wal.ErrLocked
 // until the first engine is closed or its process ends.
@@ -156,7 +160,13 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	e, err := recoverFrom(log, cfg)
 	if err != nil {
 		log.Close()
-		return nil, log.UnlessChanged(err)
+		err = log.UnlessChanged(err)
+		// Not damage, in a snapshot or a record: the log's own
+		// configuration is not the one given.
+		if cm := (*configMismatch)(nil); !errors.Is(err, wal.ErrChanged) && errors.As(err, &cm) {
+			return nil, fmt.Errorf("timerlane: the log in %s was %w; engine.LogConfig reads its configuration", dir, cm)
+		}
+		return nil, err
 	}
 	every := cfg.SnapshotEvery
 	if every == 0 {
@@ -411,6 +421,11 @@ func (e *Engine) applyRecord(body []byte) error {
 	sched := take(int(n))
 	if !ok || sched == nil {
 		return bad("truncated scheduler state")
+	}
+	// Before any timer is applied: under other limits a timer could fail
+	// first, and the error would not say why.
+	if _, err := e.checkConfig(sched); errors.Is(err, ErrConfigMismatch) {
+		return err
 	}
 	from := e.height + 1
 	if !e.started {

@@ -1008,3 +1008,92 @@ func TestReadOnlyBesideARewrittenLog(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenUnderAnotherConfig: a log opened under another configuration
+// fails with ErrConfigMismatch naming the first field that differs (not
+// ErrBadRecord: nothing is damaged), from its first record or from a
+// snapshot, writable or read-only, and changes nothing; what may change
+// between runs (the layout, the root, the rollback depth, the snapshot
+// interval) opens it at the same height with the same timers.
+func TestOpenUnderAnotherConfig(t *testing.T) {
+	for _, every := range []uint64{1000, 3} { // no snapshot; one at record 3
+		t.Run(fmt.Sprintf("snapshot_every=%d", every), func(t *testing.T) {
+			m := vfs.NewMem()
+			cfg := durableConfig(PolicyLane, [3]uint64{16, 8, 3})
+			cfg.SnapshotEvery = every
+			cfg.SystemDeployers = []Address{{0xd1}}
+			e, err := openFS(m, "db", cfg, quietLog)
+			require.NoError(t, err)
+			p := &program{r: rand.New(rand.NewPCG(5, 5)), policy: PolicyLane}
+			for h := uint64(1); h <= 5; h++ {
+				p.block(t, e, h)
+			}
+			root, pending := e.Root(), e.Pending()
+			require.NoError(t, e.Close())
+			for _, tc := range []struct {
+				field  string
+				change func(c *Config)
+			}{
+				{"MaxTimersPerActor", func(c *Config) { c.MaxTimersPerActor = 3 }},
+				{"MaxPayloadBytes", func(c *Config) { c.MaxPayloadBytes-- }},
+				{"MaxHandlerBytes", func(c *Config) { c.MaxHandlerBytes-- }},
+				{"CyclesPerFire", func(c *Config) { c.CyclesPerFire++ }},
+				{"CellsPerFire", func(c *Config) { c.CellsPerFire++ }},
+				{"ScheduleCycles", func(c *Config) { c.ScheduleCycles++ }},
+				{"CancelCycles", func(c *Config) { c.CancelCycles++ }},
+				{"Policy", func(c *Config) { c.Policy = PolicyFIFO }},
+				{"ActivationHeight", func(c *Config) { c.ActivationHeight++ }},
+				{"InitialBasefee", func(c *Config) { c.InitialBasefee = c.InitialBasefee.Add64(1) }},
+				{"len(SystemDeployers)", func(c *Config) { c.SystemDeployers = nil }},
+				{"SystemDeployers[0]", func(c *Config) { c.SystemDeployers = []Address{{0xd2}} }},
+			} {
+				other := cfg
+				tc.change(&other)
+				for _, ro := range []bool{false, true} {
+					var err error
+					if ro {
+						_, err = openReadOnly(m, "db", other, quietLog)
+					} else {
+						_, err = openFS(m, "db", other, quietLog)
+					}
+					require.ErrorIs(t, err, ErrConfigMismatch, "%s, read-only %v", tc.field, ro)
+					require.NotErrorIs(t, err, ErrBadRecord, tc.field)
+					require.ErrorContains(t, err, "its "+tc.field+" is ", "read-only %v", ro)
+				}
+			}
+			for _, change := range []func(c *Config){
+				func(c *Config) { c.RingSize, c.EpochLength, c.EpochCount = 4096, 1024, 64 },
+				func(c *Config) { c.StateRoot = false },
+				func(c *Config) { c.RollbackDepth = 0 },
+				func(c *Config) { c.SnapshotEvery = 2 },
+			} {
+				other := cfg
+				change(&other)
+				e, err := openFS(m, "db", other, quietLog)
+				require.NoError(t, err)
+				require.Equal(t, uint64(5), e.Height())
+				require.Equal(t, pending, e.Pending())
+				require.NoError(t, e.Close())
+			}
+			e, err = openFS(m, "db", cfg, quietLog)
+			require.NoError(t, err)
+			require.Equal(t, root, e.Root())
+			require.NoError(t, e.Close())
+		})
+	}
+}
+
+// TestRestoreUnderAnotherConfig: a snapshot restored under another
+// configuration is ErrSnapshot and ErrConfigMismatch, naming the field.
+func TestRestoreUnderAnotherConfig(t *testing.T) {
+	cfg := snapConfig(PolicyLane, [3]uint64{16, 8, 3})
+	e, err := New(cfg)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, e.WriteSnapshot(&buf))
+	cfg.Policy = PolicyFIFO
+	_, err = Restore(cfg, bytes.NewReader(buf.Bytes()))
+	require.ErrorIs(t, err, ErrSnapshot)
+	require.ErrorIs(t, err, ErrConfigMismatch)
+	require.ErrorContains(t, err, "its Policy is lane, the engine's fifo")
+}

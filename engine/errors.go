@@ -52,6 +52,13 @@ var (
 	ErrNoExecutor    = errors.New("timerlane: EndBlock needs an Executor")
 	ErrInEndBlock    = errors.New("timerlane: end of block is running: only a handler's own transaction may call in")
 	ErrClosed        = errors.New("timerlane: the engine is closed")
+	// ErrConfigMismatch is a log or snapshot written under another
+	// configuration than the engine's: its limits, costs, policy,
+	// activation height, initial basefee or system deployers differ (the
+	// tier layout, the state root, the rollback depth and the log's own
+	// settings may change between runs). The error names the first field
+	// that differs; LogConfig reads a log's own configuration.
+	ErrConfigMismatch = errors.New("timerlane: written under another configuration")
 	// ErrEndBlockFailed is returned by every block call after a panic
 	// that EndBlock does not recover (a Ledger's) went through it: the
 	// block is half done. Reopen a durable engine from its log (the last

@@ -3,11 +3,13 @@ package engine
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math/bits"
 	"slices"
+	"strconv"
 
 	"github.com/zeebo/xxh3"
 
@@ -46,7 +48,8 @@ var (
 )
 
 // ErrSnapshot is a snapshot that cannot be restored: damaged, truncated,
-// or written under another configuration.
+// or written under another configuration (then it matches
+// ErrConfigMismatch too).
 var ErrSnapshot = errors.New("timerlane: bad snapshot")
 
 // WriteSnapshot writes the engine's state to w. It must be called between
@@ -275,7 +278,7 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 		return nil, s.err
 	}
 	if err := e.restoreScheduler(sched); err != nil {
-		return nil, fmt.Errorf("%w: scheduler: %v", ErrSnapshot, err)
+		return nil, fmt.Errorf("%w: scheduler: %w", ErrSnapshot, err)
 	}
 	e.q.Advance(e.height)
 
@@ -558,19 +561,83 @@ func (e *Engine) restoreTimerAt(at slot, id TimerID, t *decodedTimer) (uint32, e
 	return i, nil
 }
 
+// schedulerHead is the length of a scheduler encoding's state before its
+// configuration (appendScheduler): tag, height 8, started 1, seq 8.
+const schedulerHead = 1 + 8 + 1 + 8
+
+// configFields are the configuration's part of the scheduler encoding,
+// after schedulerHead, in order (appendScheduler), with their widths:
+// then come the system deployers, 20 bytes each.
+var configFields = []struct {
+	name string
+	size int
+}{
+	{"MaxTimersPerActor", 4}, {"MaxPayloadBytes", 4}, {"MaxHandlerBytes", 4},
+	{"CyclesPerFire", 8}, {"CellsPerFire", 8}, {"ScheduleCycles", 8}, {"CancelCycles", 8},
+	{"Policy", 1}, {"ActivationHeight", 8}, {"InitialBasefee", 16}, {"len(SystemDeployers)", 4},
+}
+
+// configMismatch is ErrConfigMismatch with the first field that differs.
+type configMismatch struct{ field, theirs, ours string }
+
+func (c *configMismatch) Error() string {
+	return fmt.Sprintf("written under another configuration: its %s is %s, the engine's %s", c.field, c.theirs, c.ours)
+}
+
+func (*configMismatch) Is(target error) bool { return target == ErrConfigMismatch }
+
+// checkConfig checks that scheduler encoding b was written under the
+// engine's configuration, naming the first field that differs, and
+// returns where the state after the configuration begins in b.
+func (e *Engine) checkConfig(b []byte) (int, error) {
+	ours := e.appendScheduler(nil) // its configuration part does not depend on the state
+	truncated := errors.New("truncated or not a scheduler encoding")
+	if len(b) < schedulerHead || b[0] != tagScheduler {
+		return 0, truncated
+	}
+	value := func(x []byte) string {
+		switch len(x) {
+		case 1:
+			return Policy(x[0]).String()
+		case 4:
+			return strconv.FormatUint(uint64(binary.BigEndian.Uint32(x)), 10)
+		case 8:
+			return strconv.FormatUint(binary.BigEndian.Uint64(x), 10)
+		case 16:
+			return amountBE(x).String()
+		}
+		return "0x" + hex.EncodeToString(x)
+	}
+	off := schedulerHead
+	field := func(name string, size int) error {
+		if len(b) < off+size {
+			return truncated
+		}
+		if x, y := b[off:off+size], ours[off:off+size]; string(x) != string(y) {
+			return &configMismatch{name, value(x), value(y)}
+		}
+		off += size
+		return nil
+	}
+	for _, f := range configFields {
+		if err := field(f.name, f.size); err != nil {
+			return 0, err
+		}
+	}
+	for k := range e.cfg.SystemDeployers { // as many in b: their count is equal
+		if err := field(fmt.Sprintf("SystemDeployers[%d]", k), len(Address{})); err != nil {
+			return 0, err
+		}
+	}
+	return off, nil
+}
+
 // restoreScheduler sets the scheduler state from its encoding, after
 // checking that its configuration is the engine's.
 func (e *Engine) restoreScheduler(b []byte) error {
-	want := e.appendScheduler(nil) // its configuration part does not depend on the state
-	// Layout of appendScheduler: tag, height 8, started 1, seq 8, then the
-	// configuration up to the lane figures.
-	const head = 1 + 8 + 1 + 8
-	cfgLen := 4 + 4 + 4 + 8*4 + 1 + 8 + 16 + 4 + 20*len(e.cfg.SystemDeployers)
-	if len(b) < head+cfgLen || b[0] != tagScheduler {
-		return errors.New("truncated or not a scheduler encoding")
-	}
-	if string(b[head:head+cfgLen]) != string(want[head:head+cfgLen]) {
-		return errors.New("written under another configuration (limits, policy, activation, initial basefee or system deployers differ)")
+	cfgEnd, err := e.checkConfig(b)
+	if err != nil {
+		return err
 	}
 	e.height = binary.BigEndian.Uint64(b[1:9])
 	switch b[9] {
@@ -585,7 +652,7 @@ func (e *Engine) restoreScheduler(b []byte) error {
 	if e.seq == 0 || (e.height == 0) == e.started {
 		return fmt.Errorf("height %d, started %v, next seq %d", e.height, e.started, e.seq)
 	}
-	rest := b[head+cfgLen:]
+	rest := b[cfgEnd:]
 	s := &e.lane
 	if len(rest) < 1+16+16+8 || rest[0] > 1 {
 		return errors.New("lane figures truncated")
