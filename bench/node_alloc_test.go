@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/timerlane/timerlane/engine"
@@ -208,8 +209,8 @@ func (n *node) schedule(tx engine.Tx, a, k int) {
 
 // TestNodeBlockAllocs: a node's blocks allocate nothing once the engine
 // has grown to the workload, in memory and durable, under both policies,
-// with and without the state root. AllocsPerRun's figure is per block,
-// rounded down: the test fails on one allocation a block or more.
+// with and without the state root (up to a chunk now and then where the
+// workload still grows: below).
 func TestNodeBlockAllocs(t *testing.T) {
 	for _, c := range []struct{ durable, lane, root bool }{
 		{false, false, false}, {false, true, true}, {true, false, true}, {true, true, false},
@@ -223,8 +224,21 @@ func TestNodeBlockAllocs(t *testing.T) {
 			for range 1500 {
 				n.block()
 			}
-			if a := testing.AllocsPerRun(100, n.block); a != 0 {
-				t.Errorf("%v allocs per block, want 0", a)
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			for range 200 {
+				n.block()
+			}
+			runtime.ReadMemStats(&m1)
+			// Counted, not AllocsPerRun's figure, which rounds one
+			// allocation every other block down to 0. The workload still
+			// reaches new highs now and then (its pending set is a random
+			// walk), where a chunk of the payload pool, the due list or a
+			// slab grows: 7 and 9 allocations over these 200 blocks in the
+			// fifo nodes, 0 to 2 in the lane's (session 44), where one a
+			// block would be 200.
+			if got := m1.Mallocs - m0.Mallocs; got > 20 {
+				t.Errorf("%d allocations over 200 blocks, want at most 20", got)
 			}
 			if p := n.e.Pending(); p < 5000 || n.events < 100_000 {
 				t.Fatalf("only %d timers pending, %d events; the test measures too little", p, n.events)

@@ -1014,7 +1014,8 @@ func TestReadOnlyBesideARewrittenLog(t *testing.T) {
 // ErrBadRecord: nothing is damaged), from its first record or from a
 // snapshot, writable or read-only, and changes nothing; what may change
 // between runs (the layout, the root, the rollback depth, the snapshot
-// interval) opens it at the same height with the same timers.
+// interval) opens it at the same height with the same timers, and the
+// lane parameters are the log's, whatever the config says.
 func TestOpenUnderAnotherConfig(t *testing.T) {
 	for _, every := range []uint64{1000, 3} { // no snapshot; one at record 3
 		t.Run(fmt.Sprintf("snapshot_every=%d", every), func(t *testing.T) {
@@ -1028,7 +1029,7 @@ func TestOpenUnderAnotherConfig(t *testing.T) {
 			for h := uint64(1); h <= 5; h++ {
 				p.block(t, e, h)
 			}
-			root, pending := e.Root(), e.Pending()
+			root, pending, params := e.Root(), e.Pending(), e.LaneParams()
 			require.NoError(t, e.Close())
 			for _, tc := range []struct {
 				field  string
@@ -1066,6 +1067,7 @@ func TestOpenUnderAnotherConfig(t *testing.T) {
 				func(c *Config) { c.StateRoot = false },
 				func(c *Config) { c.RollbackDepth = 0 },
 				func(c *Config) { c.SnapshotEvery = 2 },
+				func(c *Config) { c.Lane.FairnessWindowBlocks, c.Lane.LaneTimerCycles = 9, 900_000 }, // the log's are in force
 			} {
 				other := cfg
 				change(&other)
@@ -1073,6 +1075,7 @@ func TestOpenUnderAnotherConfig(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, uint64(5), e.Height())
 				require.Equal(t, pending, e.Pending())
+				require.Equal(t, params, e.LaneParams())
 				require.NoError(t, e.Close())
 			}
 			e, err = openFS(m, "db", cfg, quietLog)

@@ -56,8 +56,9 @@ var (
 	// configuration than the engine's: its limits, costs, policy,
 	// activation height, initial basefee or system deployers differ (the
 	// tier layout, the state root, the rollback depth and the log's own
-	// settings may change between runs). The error names the first field
-	// that differs; LogConfig reads a log's own configuration.
+	// settings may change between runs, and the lane parameters are the
+	// log's or snapshot's). The error names the first field that differs;
+	// LogConfig reads a log's own configuration.
 	ErrConfigMismatch = errors.New("timerlane: written under another configuration")
 	// ErrEndBlockFailed is returned by every block call after a panic
 	// that EndBlock does not recover (a Ledger's) went through it: the

@@ -278,7 +278,12 @@ func restore(cfg Config, r io.Reader, trustImage bool) (*Engine, error) {
 		return nil, s.err
 	}
 	if err := e.restoreScheduler(sched); err != nil {
-		return nil, fmt.Errorf("%w: scheduler: %w", ErrSnapshot, err)
+		if cm := (*configMismatch)(nil); errors.As(err, &cm) {
+			return nil, fmt.Errorf("%w: scheduler: %w", ErrSnapshot, cm)
+		}
+		// Not %w: the lane parameters' ErrInvalidConfig, say, is the
+		// snapshot's damage, not the caller's configuration.
+		return nil, fmt.Errorf("%w: scheduler: %v", ErrSnapshot, err)
 	}
 	e.q.Advance(e.height)
 
@@ -598,7 +603,10 @@ func (e *Engine) checkConfig(b []byte) (int, error) {
 	value := func(x []byte) string {
 		switch len(x) {
 		case 1:
-			return Policy(x[0]).String()
+			if p := Policy(x[0]); p == PolicyFIFO || p == PolicyLane {
+				return p.String()
+			}
+			return fmt.Sprintf("policy %d", x[0])
 		case 4:
 			return strconv.FormatUint(uint64(binary.BigEndian.Uint32(x)), 10)
 		case 8:

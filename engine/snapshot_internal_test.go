@@ -83,6 +83,8 @@ func TestSnapshotDamage(t *testing.T) {
 		bad[k] ^= 0x01
 		_, err := Restore(cfg, bytes.NewReader(bad))
 		require.True(t, errors.Is(err, ErrSnapshot), "byte %d flipped: %v", k, err)
+		// The damage is the snapshot's, never the caller's configuration.
+		require.False(t, errors.Is(err, ErrInvalidConfig), "byte %d flipped: %v", k, err)
 	}
 	other := snapConfig(PolicyLane, [3]uint64{16, 8, 3})
 	other.MaxTimersPerActor = 7

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/zeebo/xxh3"
 
@@ -156,4 +157,11 @@ func IsLogFile(name string) bool {
 	_, seg := parseName(name, segSuffix)
 	_, snap := parseName(name, snapSuffix)
 	return seg || snap
+}
+
+// IsTempFile reports whether name is a temporary file of a log's: a
+// snapshot, a segment's rewrite, NEWEST or ROLLBACKS being written. A
+// crash may leave one behind; a writable Open removes it.
+func IsTempFile(name string) bool {
+	return strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) || name == newestTmpName || name == rollbacksTmpName
 }

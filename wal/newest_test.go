@@ -348,24 +348,29 @@ func TestNewestBesideAWriter(t *testing.T) {
 
 func TestIsLogFile(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		want bool
+		name      string
+		log, temp bool
 	}{
-		{segmentName(1), true},
-		{snapshotName(1 << 40), true},
-		{newestName, true},
-		{rollbacksName, true},
-		{lockName, true},
-		{newestTmpName, false},
-		{rollbacksTmpName, false},
-		{tempName(7), false},
-		{snapshotName(7) + ".corrupt", false},
-		{"1.wal", false},
-		{"notes.txt", false},
-		{"", false},
+		{segmentName(1), true, false},
+		{snapshotName(1 << 40), true, false},
+		{newestName, true, false},
+		{rollbacksName, true, false},
+		{lockName, true, false},
+		{newestTmpName, false, true},
+		{rollbacksTmpName, false, true},
+		{tempName(7), false, true},
+		{segmentName(7) + ".tmp", false, true},
+		{snapshotName(7) + ".corrupt", false, false},
+		{"1.wal", false, false},
+		{"notes.txt", false, false},
+		{"notes.tmp", false, false},
+		{"", false, false},
 	} {
-		if got := IsLogFile(tc.name); got != tc.want {
-			t.Errorf("IsLogFile(%q) = %v, want %v", tc.name, got, tc.want)
+		if got := IsLogFile(tc.name); got != tc.log {
+			t.Errorf("IsLogFile(%q) = %v, want %v", tc.name, got, tc.log)
+		}
+		if got := IsTempFile(tc.name); got != tc.temp {
+			t.Errorf("IsTempFile(%q) = %v, want %v", tc.name, got, tc.temp)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/zeebo/xxh3"
 
@@ -208,7 +207,7 @@ func list(fsys vfs.FS, dir string) (listing, error) {
 			ls.segs = append(ls.segs, segment{first: h, name: name})
 		} else if h, ok := parseName(name, snapSuffix); ok {
 			ls.snaps = append(ls.snaps, snapshotFile{height: h, name: name})
-		} else if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, segTmpSuffix) || name == newestTmpName || name == rollbacksTmpName {
+		} else if IsTempFile(name) {
 			ls.temps = append(ls.temps, name)
 		}
 	}

@@ -137,7 +137,8 @@ func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) i
 	}
 	if errors.Is(err, errInterrupted) {
 		prog.abort()
-		if s.durable != nil {
+		held := s.resumeAt // DIR is not open while --resume catches up
+		if s.catchingUp {
 			fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d, running again in memory the blocks up to %d\n", s.height, s.resumeAt)
 		} else {
 			fmt.Fprintf(stderr, "timerlane demo: interrupted after block %d\n", s.height)
@@ -147,7 +148,10 @@ func demoUntil(args []string, stop <-chan os.Signal, stdout, stderr io.Writer) i
 				fmt.Fprintf(stderr, "timerlane demo: closing %s: %s\n", c.dir, msg(err))
 				return 1
 			}
-			fmt.Fprintf(stderr, "timerlane demo: %s holds the blocks up to %d (timerlane inspect %s; --resume goes on)\n", c.dir, d.Height(), shellQuote(c.dir))
+			held = d.Height()
+		}
+		if c.dir != "" {
+			fmt.Fprintf(stderr, "timerlane demo: %s holds the blocks up to %d (timerlane inspect %s; --resume goes on)\n", c.dir, held, shellQuote(c.dir))
 		}
 		return 130 // as a shell reports a command killed by SIGINT
 	}
@@ -218,18 +222,20 @@ type scenario struct {
 	c    demoConfig
 	stop <-chan os.Signal // an interrupt: the run stops between blocks
 	e    *engine.Engine
-	// Under --resume, the engine recovered from --dir, which e (in
-	// memory) catches up with: at block resumeAt, takeOver checks that
-	// both have the same root and makes it e.
-	durable  *engine.Engine
-	resumeAt uint64
-	resumed  bool
-	cfg      engine.Config
-	rng      *rand.Rand
-	prog     *progress
-	actors   []actorState
-	hot      int // actors 0..hot-1 are hot: they hit the per-actor cap
-	payloads [numKinds][tasks][]byte
+	// Under --resume, e (in memory) first catches up with the chain DIR
+	// holds, whose height and root a read-only look gave: at block
+	// resumeAt, takeOver checks the roots and puts DIR's engine in e.
+	resumeAt   uint64
+	resumeRoot [32]byte
+	catchingUp bool
+	resumed    bool
+	opsBefore  uint64 // the operations the catch-up ran, out of the throughput
+	cfg        engine.Config
+	rng        *rand.Rand
+	prog       *progress
+	actors     []actorState
+	hot        int // actors 0..hot-1 are hot: they hit the per-actor cap
+	payloads   [numKinds][tasks][]byte
 
 	height, loadEnd, maxDue uint64
 	ticking                 bool // heartbeats reschedule: only while loading
@@ -255,7 +261,6 @@ type scenario struct {
 	atPeak     struct { // measured at the end of the load blocks, where pending peaks
 		pending, heap int
 		stats         engine.Stats
-		twoEngines    bool // --resume was still catching up: DIR's engine was in the heap too
 	}
 	steadyOps, steadyMallocs uint64
 	steadyFrom               uint64
@@ -305,64 +310,70 @@ func newScenario(c demoConfig, prog *progress) (*scenario, error) {
 		return s, fmt.Errorf("--dir: %w", readDirError(err))
 	}
 	for _, x := range entries {
-		if !wal.IsLogFile(x.Name()) {
-			return s, fmt.Errorf("%w: --dir %s holds %s: give it a new or empty directory", errBadDir, c.dir, x.Name())
+		// A crash's temporary files are the log's: Open removes them.
+		if n := x.Name(); !wal.IsLogFile(n) && !wal.IsTempFile(n) {
+			return s, fmt.Errorf("%w: --dir %s holds %s: give it a new or empty directory", errBadDir, c.dir, n)
 		}
 	}
-	// A log already: look at it read-only first, so that refusing it
-	// changes nothing (opening it for writing cuts a torn tail, for one).
-	if logDir(c.dir) == nil && !c.resume {
+	// A log already: look at it read-only first, so that refusing it, or
+	// catching up with it, changes nothing (opening it for writing cuts a
+	// torn tail, for one). A log that cannot be read so (a rollback that
+	// a crash stopped half way keeps readers out) is opened for writing,
+	// which ends what the crash left, and closed again.
+	if logDir(c.dir) == nil {
 		w := log.Writer()
 		log.SetOutput(io.Discard) // quietly: the Open below reports what it cuts
 		ro, err := openDir(c.dir, false)
 		log.SetOutput(w)
-		if err == nil {
-			h := ro.Height()
-			ro.Close()
-			if h > 0 {
-				return s, holdsChain(h)
-			}
+		if err != nil {
+			ro, err = engine.Open(c.dir, s.cfg)
+		}
+		if err != nil {
+			return s, err
+		}
+		h, root := ro.Height(), ro.Root()
+		if err := ro.Close(); err != nil {
+			return s, err
+		}
+		switch {
+		case h > 0 && !c.resume:
+			return s, holdsChain(h)
+		case h > 0:
+			// The scenario's own state (its random source, what each
+			// actor holds, the counts) is not in the log: it is made
+			// again by running the blocks up to DIR's in memory, checked
+			// against DIR's root there (takeOver).
+			s.resumeAt, s.resumeRoot, s.catchingUp = h, root, true
+			prog.note(fmt.Sprintf("timerlane demo: %s holds the blocks up to %d: running them again in memory, then on from %s", c.dir, h, c.dir))
+			s.e, err = engine.New(s.cfg)
+			return s, err
 		}
 	}
 	e, err := engine.Open(c.dir, s.cfg)
 	if err != nil {
 		return s, err
 	}
-	if e.Height() > 0 {
-		if !c.resume {
-			e.Close()
-			return s, holdsChain(e.Height())
-		}
-		// The scenario's own state (its random source, what each actor
-		// holds, the counts) is not in the log: it is made again by
-		// running the blocks up to DIR's in memory, which the roots check.
-		s.durable, s.resumeAt = e, e.Height()
-		if s.e, err = engine.New(s.cfg); err != nil {
-			e.Close()
-			return s, err
-		}
-		prog.note(fmt.Sprintf("timerlane demo: %s holds the blocks up to %d: running them again in memory, then on from %s", c.dir, s.resumeAt, c.dir))
-	} else {
-		s.e = e
+	if e.Height() > 0 { // written since the look above
+		e.Close()
+		return s, holdsChain(e.Height())
 	}
+	s.e = e
 	return s, e.Reserve(c.reserve)
 }
 
-// dirEngine is the engine of --dir, if any.
+// dirEngine is the engine open on --dir, if any: none while --resume
+// catches up.
 func (s *scenario) dirEngine() *engine.Engine {
-	switch {
-	case s.c.dir == "":
+	if s.c.dir == "" || s.catchingUp {
 		return nil
-	case s.durable != nil:
-		return s.durable
 	}
 	return s.e
 }
 
-// takeOver runs after block h, the one after prev, under --resume: at
-// DIR's last block, the engine recovered from DIR replaces the one in
-// memory, if their state roots agree. The times measured so far were the
-// catch-up's: they start again.
+// takeOver runs after block h, the one after prev, while --resume catches
+// up: at DIR's last block, if the state roots agree, DIR is opened for
+// writing and its engine replaces the one in memory. What was measured so
+// far was the catch-up's: it starts again.
 func (s *scenario) takeOver(prev, h uint64) error {
 	switch {
 	case h < s.resumeAt:
@@ -370,12 +381,25 @@ func (s *scenario) takeOver(prev, h uint64) error {
 	case h > s.resumeAt:
 		return fmt.Errorf("%w: --dir %s holds a chain at height %d, a block this scenario does not run (it runs %d after %d): it was made with other flags or another seed", errBadDir, s.c.dir, s.resumeAt, h, prev)
 	}
-	if got, want := s.e.Root(), s.durable.Root(); got != want {
-		return fmt.Errorf("%w: --dir %s holds a chain whose root at height %d is 0x%x; this scenario's is 0x%x there: it was made with other flags or another seed", errBadDir, s.c.dir, h, want, got)
+	if got := s.e.Root(); got != s.resumeRoot {
+		return fmt.Errorf("%w: --dir %s holds a chain whose root at height %d is 0x%x; this scenario's is 0x%x there: it was made with other flags or another seed", errBadDir, s.c.dir, h, s.resumeRoot, got)
 	}
-	s.e, s.durable, s.resumed = s.durable, nil, true
+	e, err := engine.Open(s.c.dir, s.cfg)
+	if err != nil {
+		return err
+	}
+	if e.Height() != h || e.Root() != s.resumeRoot {
+		e.Close()
+		return fmt.Errorf("--dir %s changed while the demo caught up with it: height %d, root 0x%x, where it read %d and 0x%x", s.c.dir, e.Height(), e.Root(), h, s.resumeRoot)
+	}
+	if err := e.Reserve(s.c.reserve); err != nil {
+		e.Close()
+		return err
+	}
+	s.e, s.catchingUp, s.resumed = e, false, true
 	s.loadLat, s.drainLat = s.loadLat[:0], s.drainLat[:0]
-	s.beginMax, s.skipMax, s.skipMaxBlocks = 0, 0, 0
+	s.beginMax, s.skipMax, s.skipMaxBlocks = -1, -1, 0 // -1: no block since
+	s.start, s.opsBefore = time.Now(), s.ops()
 	return nil
 }
 
@@ -453,7 +477,7 @@ func (s *scenario) run() error {
 			s.drainEmpty++
 		}
 	}
-	if s.durable != nil {
+	if s.catchingUp {
 		return fmt.Errorf("%w: --dir %s holds a chain at height %d, past this scenario's last block %d: it was made with other flags or another seed", errBadDir, s.c.dir, s.resumeAt, s.height)
 	}
 	s.wall = time.Since(s.start)
@@ -463,6 +487,9 @@ func (s *scenario) run() error {
 	}
 	return nil
 }
+
+// committed, when set (by tests), hears each block committed to --dir.
+var committed func(h uint64)
 
 // errInterrupted ends a run that a signal stopped.
 var errInterrupted = errors.New("interrupted")
@@ -508,12 +535,15 @@ func (s *scenario) block(h uint64, load bool) error {
 	} else {
 		s.drainLat = append(s.drainLat, now.Sub(t))
 	}
+	if committed != nil && s.dirEngine() != nil {
+		committed(h)
+	}
 	s.blockFired += res.Fired
 	if p := s.e.Pending(); p > s.peak.Pending {
 		s.peak, s.peakHeight = s.e.Stats(), h
 	}
 	s.prog.update(now, s.ops(), h, s.total, s.sum(&s.fired))
-	if s.durable != nil {
+	if s.catchingUp {
 		return s.takeOver(prev, h)
 	}
 	return nil
@@ -703,7 +733,6 @@ func (s *scenario) measurePeak(m0 *runtime.MemStats, ops0 uint64) {
 	s.atPeak.pending = s.e.Pending()
 	s.atPeak.heap = int(m.HeapAlloc) - int(s.baseHeap)
 	s.atPeak.stats = s.e.Stats()
-	s.atPeak.twoEngines = s.durable != nil
 }
 
 func (s *scenario) sum(a *[numKinds]int) int {
@@ -759,17 +788,17 @@ func (s *scenario) report(w io.Writer) {
 	p := max(1, s.atPeak.pending)
 	st := s.atPeak.stats
 	eng := st.ArenaBytes + st.IndexBytes + st.DataBytes
-	heapNote := "after GC, minus the baseline"
-	if s.atPeak.twoEngines {
-		heapNote += "; with the engine recovered from DIR, which --resume held beside it"
-	}
-	row("heap at end of load", mib(s.atPeak.heap), fmt.Sprintf("MiB for %s pending (%s)", commas(s.atPeak.pending), heapNote))
+	row("heap at end of load", mib(s.atPeak.heap), fmt.Sprintf("MiB for %s pending (after GC, minus the baseline)", commas(s.atPeak.pending)))
 	row("heap per pending timer", strconv.Itoa(s.atPeak.heap/p), "B/timer")
 	row("engine.Stats bytes", mib(eng), fmt.Sprintf("MiB (arena %s, id index %s, payloads %s)", mib(st.ArenaBytes), mib(st.IndexBytes), mib(st.DataBytes)))
 	row("engine.Stats per pending timer", strconv.Itoa(eng/p), "B/timer")
+	window := ""
+	if s.resumed && s.resumeAt >= s.steadyFrom {
+		window = fmt.Sprintf("; up to %s in memory, catching up", commas(int(s.resumeAt)))
+	}
 	row("allocations", fmt.Sprintf("%.4f", float64(s.steadyMallocs)/float64(max(1, s.steadyOps))),
-		fmt.Sprintf("allocs/op (%s mallocs over %s schedules+cancels+fires, blocks %s-%s)",
-			commas(int(s.steadyMallocs)), commas(int(s.steadyOps)), commas(int(s.steadyFrom)), commas(c.blocks)))
+		fmt.Sprintf("allocs/op (%s mallocs over %s schedules+cancels+fires, blocks %s-%s%s)",
+			commas(int(s.steadyMallocs)), commas(int(s.steadyOps)), commas(int(s.steadyFrom)), commas(c.blocks), window))
 	fmt.Fprintln(tw)
 
 	for _, l := range []struct {
@@ -790,12 +819,22 @@ func (s *scenario) report(w io.Writer) {
 	// Besides the tiers' epoch maintenance, BeginBlock grows the rollback
 	// history's buffers in the load's first few hundred blocks, 0.1-0.5
 	// ms at a time (session 32).
-	row("begin block max", micros(s.beginMax), "µs (BeginBlock: epoch maintenance, history growth)")
+	maxOf := func(d time.Duration) string {
+		if d < 0 { // no block since --resume caught up
+			return "-"
+		}
+		return micros(d)
+	}
+	row("begin block max", maxOf(s.beginMax), "µs (BeginBlock: epoch maintenance, history growth)")
 	// A jump moves every timer that comes into range on the way, in one
 	// call: its time follows what it moves, not one block's share.
-	row("skip empty max", micros(s.skipMax), fmt.Sprintf("µs (SkipEmpty over %s blocks)", commas(int(s.skipMaxBlocks))))
-	row("wall time", fmt.Sprintf("%.2f", s.wall.Seconds()), "s")
-	row("throughput", commas(int(float64(s.ops())/s.wall.Seconds())), "ops/s (schedules+cancels+fires)")
+	row("skip empty max", maxOf(s.skipMax), fmt.Sprintf("µs (SkipEmpty over %s blocks)", commas(int(s.skipMaxBlocks))))
+	since := ""
+	if s.resumed {
+		since = ", since --resume caught up"
+	}
+	row("wall time", fmt.Sprintf("%.2f", s.wall.Seconds()), "s"+since)
+	row("throughput", commas(int(float64(s.ops()-s.opsBefore)/s.wall.Seconds())), "ops/s (schedules+cancels+fires"+since+")")
 }
 
 // quantile of sorted d, nearest rank.
