@@ -582,6 +582,8 @@ var configFields = []struct {
 	{"Policy", 1}, {"ActivationHeight", 8}, {"InitialBasefee", 16}, {"len(SystemDeployers)", 4},
 }
 
+var errTruncatedScheduler = errors.New("truncated or not a scheduler encoding")
+
 // configMismatch is ErrConfigMismatch with the first field that differs.
 type configMismatch struct{ field, theirs, ours string }
 
@@ -596,9 +598,8 @@ func (*configMismatch) Is(target error) bool { return target == ErrConfigMismatc
 // returns where the state after the configuration begins in b.
 func (e *Engine) checkConfig(b []byte) (int, error) {
 	ours := e.appendScheduler(nil) // its configuration part does not depend on the state
-	truncated := errors.New("truncated or not a scheduler encoding")
 	if len(b) < schedulerHead || b[0] != tagScheduler {
-		return 0, truncated
+		return 0, errTruncatedScheduler
 	}
 	value := func(x []byte) string {
 		switch len(x) {
@@ -619,7 +620,7 @@ func (e *Engine) checkConfig(b []byte) (int, error) {
 	off := schedulerHead
 	field := func(name string, size int) error {
 		if len(b) < off+size {
-			return truncated
+			return errTruncatedScheduler
 		}
 		if x, y := b[off:off+size], ours[off:off+size]; string(x) != string(y) {
 			return &configMismatch{name, value(x), value(y)}
