@@ -17,10 +17,10 @@ import (
 // timers, of timers already gone and inside reverted transactions; the
 // lane's system cancel and extend; handlers that schedule and handlers
 // that fail; an observer of every event; the state root asked for after
-// each Commit. Its
-// pending set stays bounded (each actor keeps at most nodeFar timers in
-// the overflow tier, cancelling its oldest), so that its steady state is
-// reached and a growing count of allocations is a fault, not growth.
+// each Commit. Its pending set stays bounded (each actor keeps at most
+// nodeFar timers in the overflow tier, cancelling its oldest), so that
+// its steady state is reached and allocations that go on are a fault,
+// not growth.
 type node struct {
 	tb     testing.TB
 	e      *engine.Engine
