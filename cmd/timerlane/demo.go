@@ -228,7 +228,6 @@ type scenario struct {
 	resumeAt   uint64
 	resumeRoot [32]byte
 	catchingUp bool
-	resumed    bool
 	opsBefore  uint64 // the operations the catch-up ran, out of the throughput
 	cfg        engine.Config
 	rng        *rand.Rand
@@ -396,7 +395,7 @@ func (s *scenario) takeOver(prev, h uint64) error {
 		e.Close()
 		return err
 	}
-	s.e, s.catchingUp, s.resumed = e, false, true
+	s.e, s.catchingUp = e, false
 	s.loadLat, s.drainLat = s.loadLat[:0], s.drainLat[:0]
 	s.beginMax, s.skipMax, s.skipMaxBlocks = -1, -1, 0 // -1: no block since
 	s.start, s.opsBefore = time.Now(), s.ops()
@@ -487,6 +486,9 @@ func (s *scenario) run() error {
 	}
 	return nil
 }
+
+// resumed reports whether --resume caught up with DIR and went on from it.
+func (s *scenario) resumed() bool { return s.resumeAt > 0 && !s.catchingUp }
 
 // committed, when set (by tests), hears each block committed to --dir.
 var committed func(h uint64)
@@ -776,7 +778,7 @@ func (s *scenario) report(w io.Writer) {
 	row("drain blocks run", commas(s.drainBlocks), fmt.Sprintf("blocks (%s of them fired nothing)", commas(s.drainEmpty)))
 	row("empty blocks skipped", commas(s.skipped), "blocks (SkipEmpty)")
 	row("final height", commas(int(s.height)), "")
-	if s.resumed {
+	if s.resumed() {
 		row("resumed after block", commas(int(s.resumeAt)), "(--resume: the blocks up to it ran again in memory and matched DIR's root; the times below are of the blocks after it)")
 	}
 	ps := s.peak
@@ -793,7 +795,7 @@ func (s *scenario) report(w io.Writer) {
 	row("engine.Stats bytes", mib(eng), fmt.Sprintf("MiB (arena %s, id index %s, payloads %s)", mib(st.ArenaBytes), mib(st.IndexBytes), mib(st.DataBytes)))
 	row("engine.Stats per pending timer", strconv.Itoa(eng/p), "B/timer")
 	window := ""
-	if s.resumed && s.resumeAt >= s.steadyFrom {
+	if s.resumed() && s.resumeAt >= s.steadyFrom {
 		window = fmt.Sprintf("; up to %s in memory, catching up", commas(int(s.resumeAt)))
 	}
 	row("allocations", fmt.Sprintf("%.4f", float64(s.steadyMallocs)/float64(max(1, s.steadyOps))),
@@ -830,7 +832,7 @@ func (s *scenario) report(w io.Writer) {
 	// call: its time follows what it moves, not one block's share.
 	row("skip empty max", maxOf(s.skipMax), fmt.Sprintf("µs (SkipEmpty over %s blocks)", commas(int(s.skipMaxBlocks))))
 	since := ""
-	if s.resumed {
+	if s.resumed() {
 		since = ", since --resume caught up"
 	}
 	row("wall time", fmt.Sprintf("%.2f", s.wall.Seconds()), "s"+since)

@@ -294,17 +294,7 @@ func TestDemoCrashLoop(t *testing.T) {
 	if killed == 0 {
 		t.Fatalf("every run ended before its kill (the uninterrupted one took %v)", whole)
 	}
-	wc, gc := counts(t, want), counts(t, got)
-	for k := range wc {
-		if wc[k] != gc[k] {
-			t.Errorf("%s: %q after the kills, %q uninterrupted", k, gc[k], wc[k])
-		}
-	}
-	wh, wr := persisted(t, want)
-	gh, gr := persisted(t, got)
-	if wh != gh || wr != gr {
-		t.Errorf("after the kills: height %s root %s; uninterrupted: height %s root %s", gh, gr, wh, wr)
-	}
+	sameRun(t, "after the kills", want, got)
 	if code, out, errs := cli("verify", dir); code != 0 {
 		t.Errorf("verify: exit %d: %s%s", code, out, errs)
 	}
