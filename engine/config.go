@@ -34,7 +34,7 @@ type Config struct {
 	// PolicyLane (CIP-1), which runs fifo below ActivationHeight.
 	Policy           Policy
 	ActivationHeight uint64
-	InitialBasefee   Amount     // lane basefee of the first lane block
+	InitialBasefee   Amount     // lane basefee of the first lane block (min_lane_basefee if that is above it)
 	Lane             LaneParams // governance-tunable (SYS_UPDATE_TIMER_CONFIG)
 	SystemDeployers  []Address  // senders allowed to issue system instructions (CIP-1 §12)
 
@@ -126,14 +126,16 @@ func (p LaneParams) Validate() error {
 		return fmt.Errorf("%w: %s %d: %s", ErrInvalidConfig, field, v, rule)
 	}
 	switch {
-	case p.LaneTimerCycles < 2 || p.LaneTimerCycles > maxLaneCycles:
-		return bad("lane_timer_cycles", p.LaneTimerCycles, "must be in [2, 2^60]")
+	case p.LaneTimerCycles < 1 || p.LaneTimerCycles > maxLaneCycles:
+		return bad("lane_timer_cycles", p.LaneTimerCycles, "must be in [1, 2^60]")
 	case p.GCCycles > maxLaneCycles:
 		return bad("timer_gc_cycles", p.GCCycles, "must be <= 2^60")
-	case p.GCCostPerTimer < 1 || p.GCCostPerTimer > maxLaneCycles:
-		return bad("gc_cost_per_timer", p.GCCostPerTimer, "must be in [1, 2^60]")
-	case p.MaxCyclesPerFireAuction < 1 || p.MaxCyclesPerFireAuction > p.LaneTimerCycles:
-		return bad("max_cycles_per_fire_auction_phase", p.MaxCyclesPerFireAuction, fmt.Sprintf("must be in [1, lane_timer_cycles %d]", p.LaneTimerCycles))
+	case p.GCCostPerTimer > maxLaneCycles:
+		return bad("gc_cost_per_timer", p.GCCostPerTimer, "must be <= 2^60")
+	case p.MaxCyclesPerFireAuction < 1 || p.MaxCyclesPerFireAuction > maxLaneCycles:
+		// Above lane_timer_cycles it is allowed: a timer whose gas limit
+		// the lane cannot hold waits lane_full (docs/SPEC.md §12.10).
+		return bad("max_cycles_per_fire_auction_phase", p.MaxCyclesPerFireAuction, "must be in [1, 2^60]")
 	case p.FairnessWindowBlocks < 1:
 		return bad("fairness_window_blocks", p.FairnessWindowBlocks, "must be >= 1")
 	}
@@ -201,11 +203,8 @@ func (c Config) Validate() error {
 	// The lane's parameters are checked under fifo too: the engine builds
 	// the lane's state from them whatever the policy, and a fifo config
 	// with a window of 0 blocks made New panic (session 38's API audit).
-	if err := c.Lane.Validate(); err != nil {
-		return err
-	}
-	if c.InitialBasefee.Cmp(c.Lane.MinBasefee) < 0 {
-		return fmt.Errorf("%w: initial_lane_basefee %s: must be >= min_lane_basefee %s", ErrInvalidConfig, c.InitialBasefee, c.Lane.MinBasefee)
-	}
-	return nil
+	// An initial basefee below the floor is not an error: the lane starts
+	// at the floor (docs/SPEC.md §12.7), as it does when an update raises
+	// the floor above it before activation.
+	return c.Lane.Validate()
 }

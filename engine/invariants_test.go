@@ -89,6 +89,18 @@ func TestInvConfigValidate(t *testing.T) {
 		{"handler limit 2^32-1", func(c *engine.Config) { c.MaxHandlerBytes = 1<<32 - 1 }, true},
 		{"cycles per fire 0", func(c *engine.Config) { c.CyclesPerFire = 0 }, false},
 		{"cells per fire 0", func(c *engine.Config) { c.CellsPerFire = 0 }, false},
+		// The lane's bounds are the encodings' only: FORMAT.md bounds no
+		// lane key, and a trace whose config is refused loses every event.
+		{"lane of 1 cycle", func(c *engine.Config) { c.Lane.LaneTimerCycles = 1 }, true},
+		{"lane of 0 cycles", func(c *engine.Config) { c.Lane.LaneTimerCycles = 0 }, false},
+		{"lane cap above the lane", func(c *engine.Config) { c.Lane.MaxCyclesPerFireAuction = c.Lane.LaneTimerCycles + 1 }, true},
+		{"lane cap 0", func(c *engine.Config) { c.Lane.MaxCyclesPerFireAuction = 0 }, false},
+		{"lane cap above 2^60", func(c *engine.Config) { c.Lane.MaxCyclesPerFireAuction = 1<<60 + 1 }, false},
+		{"free collections", func(c *engine.Config) { c.Lane.GCCostPerTimer = 0 }, true},
+		{"initial basefee below the floor", func(c *engine.Config) {
+			c.InitialBasefee, c.Lane.MinBasefee = engine.Amount{Lo: 5}, engine.Amount{Lo: 10}
+		}, true},
+		{"initial basefee 0", func(c *engine.Config) { c.InitialBasefee = engine.Amount{} }, true},
 	}
 	for _, tc := range tests {
 		cfg := engine.DefaultConfig()

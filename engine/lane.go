@@ -197,6 +197,9 @@ func (e *Engine) candPayer(c *cand) *Address {
 
 func (s *laneState) init(c Config) {
 	s.basefee, s.params = c.InitialBasefee, c.Lane
+	if s.basefee.Cmp(c.Lane.MinBasefee) < 0 { // the lane starts at its floor
+		s.basefee = c.Lane.MinBasefee
+	}
 	s.window = fairness.New(c.Lane.FairnessWindowBlocks)
 	s.ledger = NewMemLedger()
 	s.agents = map[Address]GasBidder{}

@@ -90,7 +90,7 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"label never bound in a handler script", `{"op":"handler","actor":` + a + `,"handler":"handle_timer","calls":[{"call":"cancel","timer":"nope"}]}` + "\n{\"op\":\"block\",\"height\":1}\n" + sched + "\n{\"op\":\"end\"}\n{\"op\":\"advance\",\"to\":9}",
 			`line 5: in block 2, the script of handler "handle_timer" of actor 0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa (line 1): calls[0]: label "nope" was never bound`},
 		{"both ids", "{\"op\":\"block\",\"height\":1}\n" + `{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"cancel","timer":"x","timer_id":"0x00"}]}`, "give timer_id or timer, not both"},
-		{"lane cap above the lane", `{"op":"config","policy":"lane","max_cycles_per_fire_auction_phase":3000000}`, "line 1: config: max_cycles_per_fire_auction_phase 3000000: must be in [1, lane_timer_cycles 2000000]"},
+		{"lane cap of 0", `{"op":"config","policy":"lane","max_cycles_per_fire_auction_phase":0}`, "line 1: config: max_cycles_per_fire_auction_phase 0: must be in [1, 2^60]"},
 		{"update of the layout", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"ring_size":4}}`, "line 3: config.ring_size: update_config cannot change it"},
 		{"invalid update", `{"op":"config","policy":"lane"}` + "\n{\"op\":\"block\",\"height\":1}\n" + `{"op":"system","call":"update_config","config":{"fairness_window_blocks":0}}`, "line 3: update_config: timerlane: invalid config: fairness_window_blocks 0: must be >= 1"},
 		{"amount too large", `{"op":"config","policy":"lane"}` + "\n" + `{"op":"fund","account":` + a + `,"amount":"340282366920938463463374607431768211456"}`, "line 2:"},
