@@ -217,6 +217,28 @@ func (e *Engine) keep(recs []uint32, held bool) keptTaken {
 	return kept
 }
 
+// keepOne hands the history timer i, which the lane's walk takes to fire
+// next, before its fire, and returns its entry's position for retireOne.
+func (e *Engine) keepOne(i uint32) uint64 {
+	if e.hist == nil {
+		return 0
+	}
+	t := &e.hist.taken
+	p := t.end()
+	t.push1(takenRec{rec: i})
+	return p
+}
+
+// retireOne ends timer i, kept at position p by keepOne, as retireTaken
+// does.
+func (e *Engine) retireOne(p uint64, i uint32) {
+	if e.hist == nil {
+		e.release(i)
+		return
+	}
+	e.hist.taken.pos(p).held = e.recs.At(i).held()
+}
+
 // retireTaken ends timer i, the k-th of kept, whose record is in cache:
 // its history entry notes what the record holds, or without a history
 // the record is freed.

@@ -50,8 +50,11 @@ var gcNames = [...]string{"", "expired", "insufficient_funds", "system_cancel"}
 func (r GCReason) String() string { return gcNames[r] }
 
 // LaneObserver hears the lane's events; an Observer that also implements
-// it gets them. At end of block, Collected reports come before the block's
-// fires and Deferred ones after, each group in ascending timer id.
+// it gets them, when they happen. At end of block, the GC lane's Collected
+// reports come before the block's fires, in ascending timer id; a timer
+// whose payer the fires before it spent is collected at its turn, among
+// the fires (FORMAT.md's replay prints it with the others, first); the
+// Deferred reports come after the fires, in ascending timer id.
 type LaneObserver interface {
 	Collected(id TimerID, reason GCReason)
 	Deferred(id TimerID, reason DeferReason)
@@ -78,7 +81,7 @@ type FireFee struct {
 type LaneFigures struct {
 	Basefee     Amount // the basefee this block ran at
 	NextBasefee Amount
-	LaneCycles  uint64 // gas limits of the fired timers: the utilisation
+	LaneCycles  uint64 // the cycles the fires used (a revert its whole limit): the utilisation
 	GCCycles    uint64
 	Burned      Amount // all the block burned, tips the proposer could not hold included; saturates at 2^128-1
 	Tips        Amount // what the proposer received: the block's tips, all or none (docs/SPEC.md §12.5)
@@ -107,22 +110,20 @@ type laneState struct {
 
 	// fees holds the fee fields timers stated; a timer that stated none has
 	// no entry (rec.fee 0) and takes every default.
-	fees     slab.Slab[Fees]
-	feeFree  slab.Stack // free entries, with room for every entry handed out
-	nfees    uint32
-	cands    []cand
-	sel      []uint32 // indices in cands of the selected, in priority order
-	costs    []Amount // max_cost of each of sel
-	keys     []sortKey
-	sorter   keySorter
-	ordered  []cand   // the candidates in priority order (the other cands buffer)
-	taken    []uint32 // records of the selected timers
-	gcs      []gcCand
-	fired    []Amount
-	order    []uint32
-	reserved map[Address]Amount   // selection: max_cost reserved per payer that is not an actor
-	avail    slab.Slab[availRec]  // selection: per payer that is an actor, by actor index
-	weights  slab.Slab[weightRec] // W by actor index
+	fees    slab.Slab[Fees]
+	feeFree slab.Stack // free entries, with room for every entry handed out
+	nfees   uint32
+	cands   []cand
+	keys    []sortKey
+	sorter  keySorter
+	ordered []cand // the candidates in priority order (the other cands buffer)
+	one     [1]uint32
+	oneTag  [1]uint64
+	gcs     []gcCand
+	fired   []Amount
+	order   []uint32
+	avail   slab.Slab[availRec]  // per payer that is an actor, by actor index
+	weights slab.Slab[weightRec] // W by actor index
 	// gen counts lane ends of block: it stamps the per-actor entries above.
 	// Not the height, which a block run again after a rollback repeats.
 	gen       uint64
@@ -203,7 +204,6 @@ func (s *laneState) init(c Config) {
 	s.window = fairness.New(c.Lane.FairnessWindowBlocks)
 	s.ledger = NewMemLedger()
 	s.agents = map[Address]GasBidder{}
-	s.reserved = map[Address]Amount{}
 	s.fees.Ensure(0)
 	s.nfees = 1
 }
@@ -349,67 +349,31 @@ func (e *Engine) payerIdx(r *rec, f *Fees) uint32 {
 	return r.actor
 }
 
-// available is what c's payer can still pay in this block's selection: its
-// balance less the max_cost of its timers selected so far.
-func (e *Engine) available(c *cand) Amount {
-	s := &e.lane
+// funds is c's payer's balance as the end of block starts, before any of
+// its fires: CIP-1 §3 step 4 judges every due timer on it. A payer that
+// is an actor is read once per block (availOf).
+func (e *Engine) funds(c *cand) Amount {
 	if c.payerIdx != 0 {
-		return e.availOf(c).left
+		return e.availOf(c).bal
 	}
-	payer := *e.candPayer(c)
-	return s.led.Balance(payer).SubWrap(s.reserved[payer]) // reserved <= balance
+	return e.lane.led.Balance(*e.candPayer(c))
 }
 
-// availOf is the selection entry of c's payer, an actor (c.payerIdx !=
-// 0): read from the ledger at its first use in the block, the account
-// looked up once.
+// availOf is the entry of c's payer, an actor (c.payerIdx != 0): its
+// balance read from the ledger at its first use in the block, the
+// account looked up once.
 func (e *Engine) availOf(c *cand) *availRec {
 	s := &e.lane
 	a := s.avail.At(c.payerIdx)
 	if a.gen != s.gen {
-		a.gen, a.left, a.acct = s.gen, Amount{}, 0
+		a.gen, a.bal, a.acct = s.gen, Amount{}, 0
 		if s.accts == nil {
-			a.left = s.led.Balance(*e.candPayer(c))
+			a.bal = s.led.Balance(*e.candPayer(c))
 		} else if n, ok := s.accts.Account(*e.candPayer(c)); ok {
-			a.left, a.acct = s.accts.BalanceOf(n), n+1
+			a.bal, a.acct = s.accts.BalanceOf(n), n+1
 		}
 	}
 	return a
-}
-
-// notSelected decides the fate of c, whose max_cost is cost, when the lane
-// has no room left for it: it is judged on its payer's balance alone, as
-// CIP-1 §3 step 4 judges every due timer, not on what the timers selected
-// above it reserved, since it does not run in this block. Collected
-// insufficient_funds when the balance does not cover cost, else deferred
-// lane_full.
-func (e *Engine) notSelected(c *cand, cost Amount, gcs *[]gcCand) {
-	if e.balance(c).Cmp(cost) < 0 {
-		*gcs = append(*gcs, gcCand{c.rec, InsufficientFunds})
-		return
-	}
-	e.setReason(c.rec, LaneFull)
-}
-
-// balance is c's payer's balance before this block's selection reserved
-// any of it.
-func (e *Engine) balance(c *cand) Amount {
-	s := &e.lane
-	if c.payerIdx != 0 && s.accts != nil {
-		if n := e.availOf(c).acct; n != 0 {
-			return s.accts.BalanceOf(n - 1)
-		}
-		return Amount{}
-	}
-	return s.led.Balance(*e.candPayer(c))
-}
-
-// reserve takes c's max_cost, cost, from a payer that is not an actor (the
-// walk updates an actor's entry in avail itself).
-func (e *Engine) reserve(c *cand, cost Amount) {
-	s := &e.lane
-	payer := *e.candPayer(c)
-	s.reserved[payer] = s.reserved[payer].Add(cost)
 }
 
 // weight is W(actor) for actor index a in this block, computed once per
@@ -433,16 +397,16 @@ type weightRec struct {
 	w   uint32
 }
 
-// availRec is a payer's available amount during one block's selection.
+// availRec is a payer's balance as one block's end starts.
 type availRec struct {
 	gen  uint64 // the end of block it is for; older entries are stale
-	left Amount
+	bal  Amount
 	acct uint32 // the payer's account number plus one, 0 for none (or no AccountLedger)
 }
 
 // payerAcct is the account number plus one of c's payer, if the block's
-// ledger numbers accounts and c's payer has one; c went through available
-// in this block.
+// ledger numbers accounts and c's payer has one; c went through funds in
+// this block.
 func (s *laneState) payerAcct(c *cand) uint32 {
 	if c.payerIdx == 0 {
 		return 0
@@ -617,6 +581,21 @@ func (e *Engine) expireWindow(h uint64) {
 	e.lane.window.ExpireEach(h, e.lane.onExpired, e.lane.onPruned)
 }
 
+// takeOne takes candidate c, timer r, out of the pending set just before
+// it fires, and returns its history entry's position for retireOne.
+func (e *Engine) takeOne(c *cand, r *rec) uint64 {
+	s := &e.lane
+	actor := c.payerIdx
+	if c.feePayer() {
+		actor = r.actor
+	}
+	e.actors.at(actor).pending--
+	s.one[0], s.oneTag[0] = c.rec, uint64(c.tag)
+	e.touchAll(s.one[:])
+	e.unindex(s.one[:], s.oneTag[:])
+	return e.keepOne(c.rec)
+}
+
 // lane is CIP-1 v3's end of block (§3 steps 4-10), from ActivationHeight;
 // below it the block runs fifo. docs/SPEC.md §12 states every rule.
 type lane struct{}
@@ -711,11 +690,17 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if gas > fireCap {
 			// CIP-1 §3 step 4's funds check comes before step 7's cap:
 			// collected if its payer cannot cover its max_cost.
-			if !c.covered() || e.balance(&c).Cmp(s.maxCost(&c)) < 0 {
+			if !c.covered() || e.funds(&c).Cmp(s.maxCost(&c)) < 0 {
 				gcs = append(gcs, gcCand{i, InsufficientFunds})
 			} else {
 				s.reasons[k] = OverCap
 			}
+			continue
+		}
+		// Step 4 for every timer that may run: collected if its payer
+		// cannot cover its max_cost as the end of block starts.
+		if !c.covered() || e.funds(&c).Cmp(s.maxCost(&c)) < 0 {
+			gcs = append(gcs, gcCand{i, InsufficientFunds})
 			continue
 		}
 		// W, as weight gives it, without a call once the actor has it.
@@ -729,86 +714,6 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		minGas = min(minGas, gas)
 		cands = append(cands, c)
 	}
-	// Sort (step 7): effective priority descending, then timer id.
-	// Select greedily within the lane, walking the candidates in that
-	// order, each payer covering the max_cost of its selected timers of
-	// higher priority too: every fee decision is made before any handler
-	// runs. Once no candidate can fit any more, the rest need no ordering:
-	// with no further reservation their funds check does not depend on
-	// it. So when the lane can hold only a small part of the candidates,
-	// the walk takes them off a heap, and a backlog far larger than the
-	// lane costs O(n) per block; otherwise a sort is faster.
-	clear(s.reserved)
-	var budget uint64
-	sel, costs := s.sel[:0], s.costs[:0]
-	s.cands = cands // for s.tie
-	useHeap := minGas > 0 && p.LaneTimerCycles/minGas < uint64(len(keys)/4)
-	if useHeap {
-		heapKeys(keys, s.tie)
-	} else {
-		// Lay the candidates out in that order: the passes below then
-		// read them in sequence instead of missing the cache on each.
-		ordered := s.ordered[:0]
-		for _, j := range s.sorter.sort(keys, s.tie) {
-			ordered = append(ordered, cands[j])
-		}
-		cands, s.ordered = ordered, cands[:0]
-	}
-	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
-	// cands[next:n].
-	n, next := len(cands), 0
-	for next < n && p.LaneTimerCycles-budget >= minGas {
-		k := next
-		if useHeap {
-			k = int(keys[0].k)
-			n--
-			keys[0] = keys[n]
-			siftKeys(keys[:n], 0, s.tie)
-		} else {
-			next++
-		}
-		c := &cands[k]
-		if !c.covered() {
-			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
-			continue
-		}
-		cost := s.maxCost(c)
-		if budget+c.gas > p.LaneTimerCycles {
-			e.notSelected(c, cost, &gcs)
-			continue
-		}
-		// The funds, as available gives them, without a call once the
-		// payer has an entry.
-		a := s.avail.At(c.payerIdx)
-		avail := a.left
-		if c.payerIdx == 0 || a.gen != s.gen {
-			avail = e.available(c)
-		}
-		if avail.Cmp(cost) < 0 {
-			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
-			continue
-		}
-		budget += c.gas
-		if c.payerIdx != 0 {
-			a.left = avail.SubWrap(cost) // avail covers cost
-		} else {
-			e.reserve(c, cost)
-		}
-		sel, costs = append(sel, uint32(k)), append(costs, cost)
-	}
-	for j := next; j < n; j++ { // none of these can fit
-		c := &cands[j]
-		if useHeap {
-			c = &cands[keys[j].k]
-		}
-		if !c.covered() {
-			gcs = append(gcs, gcCand{c.rec, InsufficientFunds})
-			continue
-		}
-		e.notSelected(c, s.maxCost(c), &gcs)
-	}
-	s.keys = keys[:0]
-
 	// The GC lane (§9), in ascending timer id, within its own budget.
 	res := BlockResult{}
 	fig := &s.figures
@@ -824,57 +729,86 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		res.GC++
 	}
 
-	// Take the selected timers out of the pending set, then fire them in
-	// priority order and settle each (step 8).
-	// Each candidate carries what taking it needs but its place on the
-	// deferred list, which the fire loop clears with the record in cache.
-	taken, tags := s.taken[:0], e.tags[:0]
-	for _, k := range sel {
-		c := &cands[k]
-		actor := c.payerIdx
-		if c.feePayer() {
-			actor = e.recs.At(c.rec).actor
+	// Sort (step 7): effective priority descending, then timer id. Then
+	// walk that order, firing each timer that fits in what the fires
+	// before it left of the lane (steps 7-8): a timer runs when the
+	// cycles its predecessors used plus its gas limit fit in
+	// lane_timer_cycles. Once no candidate can fit any more, the rest need
+	// no ordering. So when the lane can hold only a small part of the
+	// candidates, the walk takes them off a heap, and a backlog far larger
+	// than the lane costs O(n) per block; otherwise a sort is faster.
+	s.cands = cands // for s.tie
+	useHeap := minGas > 0 && p.LaneTimerCycles/minGas < uint64(len(keys)/4)
+	if useHeap {
+		heapKeys(keys, s.tie)
+	} else {
+		// Lay the candidates out in that order: the walk then reads them
+		// in sequence instead of missing the cache on each.
+		ordered := s.ordered[:0]
+		for _, j := range s.sorter.sort(keys, s.tie) {
+			ordered = append(ordered, cands[j])
 		}
-		e.actors.at(actor).pending--
-		taken, tags = append(taken, c.rec), append(tags, uint64(c.tag))
+		cands, s.ordered = ordered, cands[:0]
 	}
-	e.touchAll(taken)
-	e.unindex(taken, tags)
-	kept := e.keepTaken(taken)
-	s.taken, e.tags = taken[:0], tags[:0]
+	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
+	// cands[next:n].
+	var used uint64 // the lane cycles the block's fires used so far
 	fired := s.fired[:0]
-	for j, k := range sel {
-		if j+ahead < len(sel) {
-			e.prefetchRec(cands[sel[j+ahead]].rec)
+	n, next := len(cands), 0
+	for next < n && p.LaneTimerCycles-used >= minGas {
+		k := next
+		if useHeap {
+			k = int(keys[0].k)
+			n--
+			keys[0] = keys[n]
+			siftKeys(keys[:n], 0, s.tie)
+		} else {
+			next++
+			if j := next + ahead; j < n {
+				e.prefetchRec(cands[j].rec)
+				e.ids.prefetchRun(uint64(cands[j].tag))
+			}
 		}
 		c := &cands[k]
 		r := e.recs.At(c.rec)
-		if at, ok := r.onList(); ok { // every candidate is: compactList drops it
-			s.reasons[at] = unlisted
+		at, ok := r.onList()
+		if !ok { // a handler that ran before it cancelled it
+			continue
 		}
-		r.at = 0
+		if used+c.gas > p.LaneTimerCycles {
+			s.reasons[at] = LaneFull // the walk goes on: a smaller one may fit
+			continue
+		}
 		fee := &s.fee
-		maxCost := costs[j]
+		maxCost := s.maxCost(c)
 		payer := e.candPayer(c)
-		// Field by field, as for openTx; Refund, Tip and Burned follow.
-		fee.FeePayer, fee.GasLimit, fee.PriorityFee, fee.Weight, fee.Charged = *payer, c.gas, c.prio, c.weight(), maxCost
 		acct := s.payerAcct(c)
 		if err := s.debit(acct, payer, maxCost); err != nil {
-			// Only an executor that moved funds during this block gets
-			// here: the timer, already taken, is collected as CIP-1 §3
-			// step 8 says.
-			e.reportCollected(&r.id, InsufficientFunds)
-			e.retireTaken(&kept, j, c.rec)
+			// Its payer covered max_cost as the block's end started, and
+			// the fires before it spent part of that: CIP-1 §3 step 8
+			// collects it, in the GC lane's budget.
+			if fig.GCCycles+p.GCCostPerTimer > p.GCCycles {
+				s.reasons[at] = GCBudget
+				continue
+			}
+			fig.GCCycles += p.GCCostPerTimer
+			e.collect(c.rec, InsufficientFunds)
 			res.GC++
 			continue
 		}
-		fig.LaneCycles += c.gas
+		// Take it out of the pending set, then fire it and settle.
+		s.reasons[at] = unlisted // compactList drops it
+		r.at = 0
+		kept := e.takeOne(c, r)
+		// Field by field, as for openTx; Refund, Tip and Burned follow.
+		fee.FeePayer, fee.GasLimit, fee.PriorityFee, fee.Weight, fee.Charged = *payer, c.gas, c.prio, c.weight(), maxCost
 		actor := r.actor
 		u, reverted := e.fire(x, c.rec, c.gas, fee)
 		billed := c.gas
 		if !reverted {
 			billed = min(u.Cycles, c.gas)
 		}
+		used += billed
 		// Exact split of the pre-charge: refund + tip + burned = max_cost.
 		fee.Tip = c.prio.Mul64(billed)
 		fee.Burned = s.basefee.Mul64(billed)
@@ -886,9 +820,20 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if e.obs != nil {
 			e.notifyFired()
 		}
-		e.retireTaken(&kept, j, c.rec)
+		e.retireOne(kept, c.rec)
 		res.Fired++
 	}
+	for j := next; j < n; j++ { // none of these can fit
+		c := &cands[j]
+		if useHeap {
+			c = &cands[keys[j].k]
+		}
+		if at, ok := e.recs.At(c.rec).onList(); ok {
+			s.reasons[at] = LaneFull
+		}
+	}
+	s.keys = keys[:0]
+	fig.LaneCycles = used
 
 	e.compactList()
 	// Whatever is left waits for the next block (step 9), reported in
@@ -921,7 +866,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.basefee, s.p50, s.lastCycles = fig.NextBasefee, fig.P50Tip, fig.LaneCycles
 	clear(fired)
 	s.fired = fired[:0]
-	s.cands, s.sel, s.costs, s.gcs = cands[:0], sel[:0], costs[:0], gcs[:0]
+	s.cands, s.gcs = cands[:0], gcs[:0]
 	res.Lane = fig
 	return res
 }

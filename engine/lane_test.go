@@ -249,7 +249,7 @@ func TestLaneSettlement(t *testing.T) {
 			require.Equal(t, fmt.Sprint(100_000_000-14*billed), l.balance(payerP))
 			require.Equal(t, fmt.Sprint(4*billed), l.balance(proposerQ))
 			require.Equal(t, fmt.Sprint(10*billed), l.e.Ledger().(*engine.MemLedger).Burned().String())
-			require.Equal(t, uint64(100_000), res.Lane.LaneCycles)
+			require.Equal(t, billed, res.Lane.LaneCycles, "the lane counts the cycles billed")
 			require.Equal(t, "10", res.Lane.Basefee.String())
 			require.Equal(t, "4", res.Lane.P50Tip.String())
 		})
@@ -344,12 +344,19 @@ func TestLaneRefundTheLedgerRefuses(t *testing.T) {
 
 // TestLaneFullGreedy: the lane takes the highest priorities that fit, goes
 // on past a timer that does not fit, and defers the rest, visibly.
+// usesAll is a handler that uses all the cycles its fire allows: the lane
+// then fills as if it were budgeted by gas limits.
+func usesAll(_ engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+	return engine.Usage{Cycles: d.CyclesLimit}, nil
+}
+
 func TestLaneFullGreedy(t *testing.T) {
 	l := newLane(t, func(c *engine.Config) {
 		c.Lane.LaneTimerCycles = 1_000
 		c.Lane.MaxCyclesPerFireAuction = 1_000
 		c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1")
 	})
+	l.x = &recorder{hook: usesAll}
 	l.fund(actorA, "1000000000")
 	ids := map[string]engine.TimerID{}
 	l.block(1, actorA, func(tx engine.Tx) {
@@ -391,6 +398,7 @@ func TestLaneZeroGasLimit(t *testing.T) {
 		c.Lane.LaneTimerCycles = 1_000
 		c.Lane.MaxCyclesPerFireAuction = 1_000
 	})
+	l.x = &recorder{hook: usesAll}
 	l.fund(actorA, "1000000000")
 	l.block(1, actorA, func(tx engine.Tx) {
 		for k := range 40 { // 40 × 500 cycles: 2 fit a block
@@ -441,33 +449,122 @@ func TestLaneExpiryAndGCBudget(t *testing.T) {
 	require.Equal(t, 0, l.e.Pending())
 }
 
-// TestLaneReservation: a payer that can cover one max_cost but not two
-// loses the second, lower-priority timer to the GC lane; the ledger never
-// goes below zero.
-func TestLaneReservation(t *testing.T) {
-	l := newLane(t, func(c *engine.Config) { c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1") })
-	l.fund(actorA, "350000") // one max_cost of 250,000 × (1 + 0), plus a little
-	var hi, lo engine.TimerID
-	l.block(1, actorA, func(tx engine.Tx) {
-		hi = l.schedule(tx, 2, "hi", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("0")})
-		lo = l.schedule(tx, 2, "lo", engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("1")})
-	})
-	res, lines := l.block(2, actorA, nil)
-	require.Equal(t, 1, res.Fired)
-	require.Equal(t, 1, res.GC)
-	// Equal priorities: the smaller id goes first and is the one that runs.
-	first, second := hi, lo
-	if string(lo[:]) < string(hi[:]) {
-		first, second = lo, hi
+// TestLaneBudgetCountsCyclesUsed: the lane is budgeted by the cycles the
+// fires use (CIP-1 §3 step 7, §5): a timer runs when what the fires before
+// it used plus its gas limit fit in the lane, so handlers that use little
+// leave room for more; a reverted handler counts its whole limit; the
+// basefee follows the cycles used.
+func TestLaneBudgetCountsCyclesUsed(t *testing.T) {
+	tests := []struct {
+		name     string
+		uses     uint64 // cycles each handler uses
+		revert   bool
+		fired    int
+		deferred int
+		cycles   uint64 // the block's lane_cycles
+		next     string // the next basefee, from 875 (block 1 ran empty)
+	}{
+		// 100 a fire: 0+400, 100+400, ..., 400+400 all fit; the lane
+		// is used at exactly its target, half.
+		{"little used", 100, false, 5, 0, 500, "875"},
+		// 300 a fire: 0+400, 300+400, 600+400 fit; 900+400 does not.
+		{"more used", 300, false, 3, 2, 900, "984"},
+		// A revert counts its whole limit: 0+400, 400+400, then 800+400.
+		{"reverts", 100, true, 2, 3, 800, "984"},
 	}
-	require.Equal(t, fmt.Sprintf("gc %x insufficient_funds", second[:2]), lines[0])
-	require.Contains(t, lines[1], fmt.Sprintf("fire %x", first[:2]))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) {
+				c.Lane.LaneTimerCycles = 1_000
+				c.Lane.MaxCyclesPerFireAuction = 400
+			})
+			l.x = &recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+				if tt.revert {
+					return engine.Usage{Cycles: tt.uses}, errors.New("handler reverts")
+				}
+				return engine.Usage{Cycles: tt.uses}, nil
+			}}
+			l.fund(actorA, "1000000000")
+			l.block(1, actorA, func(tx engine.Tx) {
+				for k := range 5 {
+					l.schedule(tx, 2, fmt.Sprint(k), engine.Fees{Set: engine.HasGasLimit, GasLimit: 400})
+				}
+			})
+			res, lines := l.block(2, actorA, nil)
+			require.Equal(t, tt.fired, res.Fired, "%v", lines)
+			require.Equal(t, tt.deferred, res.Deferred, "%v", lines)
+			for _, s := range lines[tt.fired:] {
+				require.Contains(t, s, "lane_full")
+			}
+			require.Equal(t, tt.cycles, res.Lane.LaneCycles)
+			require.Equal(t, tt.next, res.Lane.NextBasefee.String())
+		})
+	}
 }
 
-// A block run again after a rollback starts its selection from the
-// ledger's balances, not from what the rolled-back run had reserved.
-func TestLaneReservationAfterRollback(t *testing.T) {
+// TestLanePayerSpentByEarlierFires: a payer that can cover one max_cost
+// but not two pays each fire as it comes, its refund back before the next
+// pre-charge (CIP-1 §3 step 8). Its second timer runs when the first
+// handler used little; when it used all its limit, the second is
+// collected insufficient_funds at its turn, after the first fire, or
+// waits gc_budget when the GC lane has no room left. The ledger never
+// goes below zero.
+func TestLanePayerSpentByEarlierFires(t *testing.T) {
+	tests := []struct {
+		name   string
+		uses   uint64
+		gcRoom uint64 // timer_gc_cycles
+		want   []string
+		left   string // the payer's balance after the block
+	}{
+		{"the refund covers the second", 10_000, 5_000_000, []string{"fire first", "fire second"}, "330000"},
+		{"the first spent it", 250_000, 5_000_000, []string{"fire first", "gc second insufficient_funds"}, "100000"},
+		{"no room to collect it", 250_000, 0, []string{"fire first", "defer second gc_budget"}, "100000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLane(t, func(c *engine.Config) {
+				c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1")
+				c.Lane.GCCycles = tt.gcRoom
+			})
+			l.x = &recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+				return engine.Usage{Cycles: tt.uses}, nil
+			}}
+			l.fund(actorA, "350000") // one max_cost of 250,000 × (1 + 0), plus a little
+			var a, b engine.TimerID
+			l.block(1, actorA, func(tx engine.Tx) {
+				a = l.schedule(tx, 2, "a", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("0")})
+				b = l.schedule(tx, 2, "b", engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("1")})
+			})
+			// Equal priorities: the smaller id goes first.
+			first, second := a, b
+			if string(b[:]) < string(a[:]) {
+				first, second = b, a
+			}
+			_, lines := l.block(2, actorA, nil)
+			// "fire ID ...", "gc ID reason", "defer ID reason", with the
+			// ids named and the fire's figures left out.
+			names := map[string]string{fmt.Sprintf("%x", first[:2]): "first", fmt.Sprintf("%x", second[:2]): "second"}
+			var got []string
+			for _, s := range lines {
+				f := strings.Fields(s)
+				f[1] = names[f[1]]
+				if f[0] == "fire" {
+					f = f[:2]
+				}
+				got = append(got, strings.Join(f, " "))
+			}
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.left, l.balance(actorA))
+		})
+	}
+}
+
+// A block run again after a rollback judges its payers on the ledger's
+// balances, not on what the rolled-back run read of them.
+func TestLaneFundsAfterRollback(t *testing.T) {
 	l := newLane(t, func(c *engine.Config) { c.InitialBasefee, c.Lane.MinBasefee = amount("1"), amount("1") })
+	l.x = &recorder{hook: usesAll}
 	l.fund(actorA, "350000") // one max_cost of 250,000, plus a little
 	l.block(1, actorA, func(tx engine.Tx) {
 		l.schedule(tx, 2, "a", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("0")})
@@ -475,6 +572,7 @@ func TestLaneReservationAfterRollback(t *testing.T) {
 	})
 	res, _ := l.block(2, actorA, nil)
 	require.Equal(t, 1, res.Fired)
+	require.Equal(t, 1, res.GC)
 	require.NoError(t, l.e.Rollback(1))
 	l.fund(actorA, "1000000") // now enough for both
 	res, _ = l.block(2, actorA, nil)

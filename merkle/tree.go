@@ -53,7 +53,8 @@ type Tree struct {
 	leafFree  uint32 // head of the free leaves, index + 1 (0: none)
 	innerFree uint32 // head of the free internal nodes (0: none)
 	h         hasher
-	h2        hasher // the second goroutine's, in rehashHalves
+	h2        hasher        // the second goroutine's, in rehashHalves
+	halfDone  chan struct{} // rehashWorker's word that h2's half is done
 	// staleSlots counts the slots marked stale since the last Root: about
 	// the hashes the next Root makes.
 	staleSlots int
@@ -267,19 +268,51 @@ func (t *Tree) rehashHalves() {
 	n := t.inner(t.root)
 	if t.h2.st == nil {
 		t.h2 = newHasher()
+		t.halfDone = make(chan struct{})
 	}
-	var wg sync.WaitGroup
-	if n.stale&1 != 0 {
-		wg.Go(func() { t.rehash(&t.h2, n.child[0], &n.hash[0]) })
+	left := n.stale&1 != 0
+	if left {
+		startRehashWorker.Do(func() {
+			rehashJobs = make(chan rehashJob)
+			go rehashWorker()
+		})
+		rehashJobs <- rehashJob{t, n.child[0], &n.hash[0]}
 	}
 	if n.stale&2 != 0 {
 		t.rehash(&t.h, n.child[1], &n.hash[1])
 	}
-	wg.Wait()
+	if left {
+		<-t.halfDone
+	}
 	n.stale = 0
 	t.h.inner(n.bit, &n.hash[0], &n.hash[1], &t.rootHash)
 	t.h.count += t.h2.count
 	t.h2.count = 0
+}
+
+// rehashJob is the left half of a Root's rehash: node r of tree t, into
+// dst, with t.h2.
+type rehashJob struct {
+	t   *Tree
+	r   ref
+	dst *[32]byte
+}
+
+// One goroutine for the whole process rehashes the left halves, started by
+// the first Root that needs it: a goroutine started per Root allocated its
+// closure, once a block in a node whose blocks change thousands of timers
+// (bench.TestNodeBlockAllocs, session 45), while a send on a channel
+// allocates nothing. Trees that rehash at once share it, in turn.
+var (
+	rehashJobs        chan rehashJob
+	startRehashWorker sync.Once
+)
+
+func rehashWorker() {
+	for j := range rehashJobs {
+		j.t.rehash(&j.t.h2, j.r, j.dst)
+		j.t.halfDone <- struct{}{}
+	}
 }
 
 // rehash computes with h the hash of node r, whose slot is stale, into

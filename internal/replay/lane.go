@@ -164,20 +164,17 @@ func fees(f *trace.Fee) (*engine.Fees, error) {
 	return &out, nil
 }
 
-// Collected prints a gc event (engine.LaneObserver). A system cancel's
-// waits for the end of its block: FORMAT.md puts a block's gc events
-// first in its end, in ascending timer_id order, and a system op has no
-// event of its own to print it at.
+// Collected notes a gc event (engine.LaneObserver), printed with the
+// block's gc section: FORMAT.md puts a lane block's gc events first in its
+// end, in ascending timer_id order. A system cancel's waits for the end
+// of its block, as a system op has no event of its own to print it at; so
+// does a collection made after fires (a payer that the fires before it
+// spent), which the held fires follow (flushEnd).
 func (rn *runner) Collected(id engine.TimerID, why engine.GCReason) {
 	rn.events++
 	g := gcEvent{id, why}
-	if !rn.ending {
-		i, _ := slices.BinarySearchFunc(rn.sysGC, g, cmpGC)
-		rn.sysGC = slices.Insert(rn.sysGC, i, g)
-		return
-	}
-	rn.printSysGC(&g)
-	rn.printGC(g)
+	i, _ := slices.BinarySearchFunc(rn.sysGC, g, cmpGC)
+	rn.sysGC = slices.Insert(rn.sysGC, i, g)
 }
 
 // gcEvent is a collection to print.
@@ -188,18 +185,24 @@ type gcEvent struct {
 
 func cmpGC(a, b gcEvent) int { return bytes.Compare(a.id[:], b.id[:]) }
 
-// printSysGC prints the block's collections made before its end of block
-// (system cancels) that come before g in the gc section (all of them
-// when g is nil).
-func (rn *runner) printSysGC(g *gcEvent) {
-	n := len(rn.sysGC)
-	if g != nil {
-		n, _ = slices.BinarySearchFunc(rn.sysGC, *g, cmpGC)
-	}
-	for _, x := range rn.sysGC[:n] {
+// printSysGC prints the block's collections not yet printed, in
+// ascending timer_id order.
+func (rn *runner) printSysGC() {
+	for _, x := range rn.sysGC {
 		rn.printGC(x)
 	}
-	rn.sysGC = rn.sysGC[n:]
+	rn.sysGC = rn.sysGC[:0]
+}
+
+// flushEnd prints the block's gc section, then the lane fires held behind
+// it.
+func (rn *runner) flushEnd() {
+	rn.printSysGC()
+	if rn.laneFiresW != nil {
+		rn.laneFiresW.Flush()
+		rn.out.Write(rn.laneFires.Bytes())
+		rn.laneFires.Reset()
+	}
 }
 
 func (rn *runner) printGC(g gcEvent) {
@@ -208,7 +211,7 @@ func (rn *runner) printGC(g gcEvent) {
 
 // Deferred prints a defer event (engine.LaneObserver).
 func (rn *runner) Deferred(id engine.TimerID, why engine.DeferReason) {
-	rn.printSysGC(nil)
+	rn.flushEnd()
 	rn.ev.begin("defer", rn.eng.Height()).hex("timer_id", id[:]).str("reason", why.String()).end()
 	rn.events++
 }

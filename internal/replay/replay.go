@@ -46,15 +46,20 @@ type runner struct {
 	began      bool // a block has begun: the config can no longer change
 	events     int  // events printed in the open block
 	failure    error
-	lane       bool             // policy lane
-	handlerOut bytes.Buffer     // a firing handler's events, printed after its fire line
-	callsW     *bufio.Writer    // writes to calls
+	lane       bool          // policy lane
+	handlerOut bytes.Buffer  // a firing handler's events, printed after its fire line
+	callsW     *bufio.Writer // writes to calls
+	// A lane block's fires and their handlers' events, held until the
+	// block's gc section is printed: a fire can be followed by a
+	// collection (a payer the fires before spent), which FORMAT.md
+	// prints first.
+	laneFires  bytes.Buffer
+	laneFiresW *bufio.Writer
 	history    []step           // the ops that made the current chain, for rollback
 	labelLog   []engine.TimerID // every label resolution of the chain, in order
 	labelPos   int              // while replaying: the next one to reuse
 	replaying  bool             // a rollback runs the chain again
-	ending     bool             // the open block's end of block runs
-	sysGC      []gcEvent        // the open block's system cancels, not yet printed
+	sysGC      []gcEvent        // the open block's collections, not yet printed
 	stopped    bool             // a handler script's trace error ended the output
 	payloadMax uint64           // the trace's max_payload_bytes when above the engine's
 
@@ -302,9 +307,7 @@ func (rn *runner) block(h uint64) error {
 }
 
 func (rn *runner) end(always bool) error {
-	rn.ending = true
 	res, err := rn.eng.EndBlock(rn)
-	rn.ending = false
 	if err == nil {
 		err = rn.eng.Commit()
 	}
@@ -316,7 +319,7 @@ func (rn *runner) end(always bool) error {
 	}
 	rn.inBlock = false
 	rn.markHere(true)
-	rn.printSysGC(nil)
+	rn.flushEnd()
 	if always || rn.events > 0 || res.Fired > 0 {
 		ev := rn.ev.begin("block", res.Height).int("fired", res.Fired).int("deferred", res.Deferred).int("gc", res.GC).int("pending", res.Pending)
 		if res.Lane != nil {
@@ -537,7 +540,15 @@ func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 	if rn.stopped {
 		return
 	}
-	rn.printSysGC(nil)
+	if r.Fee != nil { // a lane fire: held until the block's gc section is out
+		if rn.laneFiresW == nil {
+			rn.laneFiresW = bufio.NewWriter(&rn.laneFires)
+		}
+		rn.ev.w = rn.laneFiresW
+		defer func() { rn.ev.w = rn.out }()
+	} else {
+		rn.printSysGC()
+	}
 	ev := rn.ev.begin("fire", d.Block).hex("timer_id", d.TimerID[:]).raw("actor", d.Actor.String()).
 		str("handler", string(d.Handler)).hex("payload", d.Payload).uint("cycles_limit", d.CyclesLimit).
 		uint("cells_limit", d.CellsLimit).hex("origin", d.Origin[:]).raw("sender", d.Sender.String())
@@ -545,8 +556,9 @@ func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 		laneFire(ev, r.Fee)
 	}
 	ev.end()
-	rn.out.Write(rn.handlerOut.Bytes())
+	rn.ev.w.Write(rn.handlerOut.Bytes())
 	if rn.failure != nil {
+		rn.flushEnd()
 		rn.stop()
 		return
 	}
