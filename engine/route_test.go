@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -64,8 +67,9 @@ func TestRoute(t *testing.T) {
 }
 
 func BenchmarkRoute(b *testing.B) {
-	for _, p := range []string{"", "\x01\x02\x03\x04", `{"_handler":"tick","_payload":""}`, `{"_handler":"settle","_payload":"aGVsbG8gd29ybGQ="}`} {
-		b.Run("len="+string(rune('0'+len(p)/10)), func(b *testing.B) {
+	big := `{"_handler":"settle","_payload":"` + base64.StdEncoding.EncodeToString(make([]byte, 12<<10)) + `"}`
+	for _, p := range []string{"", "\x01\x02\x03\x04", `{"_handler":"tick","_payload":""}`, `{"_handler":"settle","_payload":"aGVsbG8gd29ybGQ="}`, big} {
+		b.Run(fmt.Sprintf("len=%d", len(p)), func(b *testing.B) {
 			var scratch []byte
 			payload := []byte(p)
 			b.ReportAllocs()
@@ -125,4 +129,49 @@ func TestDeepNesting(t *testing.T) {
 			t.Errorf("depth %d: routed = %v, json.Valid = %v", d, ok, json.Valid(p))
 		}
 	}
+}
+
+// strictPaddedBase64 is the byte-by-byte check isPaddedBase64 replaced:
+// a multiple of 4 long, the alphabet only, '=' only as the last one or two
+// characters.
+func strictPaddedBase64(b []byte) bool {
+	if len(b)%4 != 0 {
+		return false
+	}
+	pad := 0
+	if len(b) > 0 && b[len(b)-1] == '=' {
+		pad = 1
+		if b[len(b)-2] == '=' {
+			pad = 2
+		}
+	}
+	for _, c := range b[:len(b)-pad] {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzPaddedBase64: a _payload routes (isPaddedBase64, then a Decode
+// without error) exactly when it is padded standard base64 by the strict
+// check, and decodes to the same bytes.
+func FuzzPaddedBase64(f *testing.F) {
+	for _, s := range []string{"", "QQ==", "QQ==QQ==", "QQ=A", "Q===", "====", "QUJD", "QUJ=", "QU==",
+		"QQ=\n", "QQ\r==", "QQ=", "QUJDRA==", "QUJDRA=", "AB+/", "AB-_", "QQ==\x00", "QUJD====", "aGVs\nbG8=", "QUJD\r\nQUJD"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var scratch []byte
+		p, err := json.Marshal(map[string]string{"_handler": "h", "_payload": string(b)})
+		if err != nil || !utf8.Valid(b) {
+			return // not a JSON string value: routingFields's case, not this one
+		}
+		got := route(p, &scratch)
+		want, werr := base64.StdEncoding.DecodeString(string(b))
+		wok := strictPaddedBase64(b) && werr == nil
+		if got.routed != wok || wok && !bytes.Equal(got.body, want) {
+			t.Fatalf("%q: routed %v (%q), the strict check says %v (%q)", b, got.routed, got.body, wok, want)
+		}
+	})
 }
