@@ -64,6 +64,15 @@ func (r *rec) entry(i uint32) ring.Entry { return ring.Entry{Height: r.height, S
 // onList returns the place of record r on the deferred list, if it is there.
 func (r *rec) onList() (uint32, bool) { return r.at &^ listed, r.at&listed != 0 }
 
+// dueNow reports whether pending timer r is of the due set of the lane's
+// end of block that runs: a handler's cancel or extend of it is then
+// UnknownTimer, as of a timer that fifo took out before its fires
+// (FORMAT.md, docs/SPEC.md §12.5).
+func (e *Engine) dueNow(r *rec) bool {
+	_, ok := r.onList()
+	return ok && e.phase == phaseEnding
+}
+
 type phase uint8
 
 const (

@@ -16,11 +16,11 @@ import (
 //     parameters);
 //   - its timer operations in order, as undo entries: a timer added, a
 //     timer removed (cancelled or collected) or a timer extended;
-//   - the timers its end of block took to fire, in one list written before
-//     the fires, each entry with what its record holds: under fifo written
+//   - the timers its end of block took to fire, in one list, each entry
+//     with what its record holds: under fifo written before the fires,
 //     with the entry, from records take has just read; under the lane,
-//     whose records are not read before their fires, completed as each
-//     fires (an undo entry appended at each fire costs the fire loop more).
+//     each entry is written just before its own fire (keepOne) and
+//     completed after it (retireOne).
 //     They are relinked after the block's operations are undone, which is
 //     exact as no operation touches a timer once it is taken;
 //   - the fairness entries its window expiry dropped (the entries it added

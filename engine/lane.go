@@ -582,18 +582,26 @@ func (e *Engine) expireWindow(h uint64) {
 }
 
 // takeOne takes candidate c, timer r, out of the pending set just before
-// it fires, and returns its history entry's position for retireOne.
+// it fires, and returns its history entry's position for retireOne. The
+// timers of the due set yet to fire, or left waiting, still count toward
+// their actors' caps: those left waiting stay pending, and an actor must
+// never hold more than its cap (a snapshot that did would not restore).
 func (e *Engine) takeOne(c *cand, r *rec) uint64 {
 	s := &e.lane
-	actor := c.payerIdx
-	if c.feePayer() {
-		actor = r.actor
-	}
-	e.actors.at(actor).pending--
+	e.actors.at(r.actor).pending--
 	s.one[0], s.oneTag[0] = c.rec, uint64(c.tag)
 	e.touchAll(s.one[:])
 	e.unindex(s.one[:], s.oneTag[:])
 	return e.keepOne(c.rec)
+}
+
+// listedAt is the place of record i on the deferred list, if i is there:
+// a record freed and taken again by another timer, or killed (whose at
+// has the listed bit), is not.
+func (e *Engine) listedAt(i uint32) (uint32, bool) {
+	s := &e.lane
+	at, ok := e.recs.At(i).onList()
+	return at, ok && int(at) < len(s.deferred) && s.deferred[at] == i
 }
 
 // lane is CIP-1 v3's end of block (§3 steps 4-10), from ActivationHeight;
@@ -771,8 +779,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		c := &cands[k]
 		r := e.recs.At(c.rec)
-		at, ok := r.onList()
-		if !ok { // a handler that ran before it cancelled it
+		at, ok := e.listedAt(c.rec)
+		if !ok { // gone, though no handler can cancel it (dueNow)
 			continue
 		}
 		if used+c.gas > p.LaneTimerCycles {
@@ -828,7 +836,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if useHeap {
 			c = &cands[keys[j].k]
 		}
-		if at, ok := e.recs.At(c.rec).onList(); ok {
+		if at, ok := e.listedAt(c.rec); ok {
 			s.reasons[at] = LaneFull
 		}
 	}
@@ -947,11 +955,13 @@ func readFairEntry(x []byte) (h uint64, actor Address, n uint64) {
 	return binary.BigEndian.Uint64(x), Address(x[8:28]), binary.BigEndian.Uint64(x[28:36])
 }
 
-// settle pays out a fire's pre-charge: the refund to the payer at once;
-// the tip to the proposer and the burn are summed and paid once, at the
-// end of the block (payTips), which no fee decision can see: they are all
-// made before the first fire. A refund the ledger cannot hold is burned
-// rather than lost from the books. acct is as for debit.
+// settle pays out a fire's pre-charge: the refund to the payer at once,
+// so that the next pre-charge of the same payer sees it; the tip to the
+// proposer and the burn are summed and paid once, at the end of the block
+// (payTips). Choice: a proposer that is also a payer does not spend this
+// block's tips on a later pre-charge of the block (docs/SPEC.md §12.5).
+// A refund the ledger cannot hold is burned rather than lost from the
+// books. acct is as for debit.
 func (e *Engine) settle(f *FireFee, acct uint32) {
 	s := &e.lane
 	if err := s.credit(acct, &f.FeePayer, f.Refund); err != nil {

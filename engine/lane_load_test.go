@@ -286,9 +286,11 @@ func TestLaneConservation(t *testing.T) {
 	}
 }
 
-// TestLaneHandlerCancelsDeferred: a handler cancels a timer that waits in
-// the same block and schedules new ones into the freed record; the block's
-// defer events name exactly the timers still waiting.
+// TestLaneHandlerCancelsDeferred: a handler's cancel or extend of a timer
+// of its block's due set, fired or yet to fire or left waiting, is
+// UnknownTimer, as of fifo's due timers (FORMAT.md); the block's defer
+// events name the timers left waiting, and the next block's transaction
+// cancels one of them.
 func TestLaneHandlerCancelsDeferred(t *testing.T) {
 	l := newLane(t, func(c *engine.Config) {
 		c.Lane.LaneTimerCycles = 500_000 // two fires of 250,000
@@ -297,27 +299,25 @@ func TestLaneHandlerCancelsDeferred(t *testing.T) {
 	var ids []engine.TimerID
 	l.block(1, actorA, func(tx engine.Tx) {
 		for k := range 5 {
-			ids = append(ids, l.schedule(tx, 2, fmt.Sprint(k), engine.Fees{}))
+			ids = append(ids, l.schedule(tx, 2, fmt.Sprint(k), engine.Fees{Set: engine.HasExpiresAt, ExpiresAt: 100}))
 		}
 	})
-	cancelled := map[engine.TimerID]bool{}
+	calls := 0
 	l.x = &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
 		for _, id := range ids {
-			if id == d.TimerID || cancelled[id] {
-				continue
-			}
-			if _, err := tx.Cancel(id); err == nil {
-				cancelled[id] = true
-				break
-			}
+			calls++
+			_, err := tx.Cancel(id)
+			require.ErrorIs(t, err, engine.ErrUnknownTimer)
+			_, err = tx.Extend(id, 200)
+			require.ErrorIs(t, err, engine.ErrUnknownTimer)
 		}
 		tx.Schedule(d.Block+5, d.TimerID[:])
 		return engine.Usage{Cycles: d.CyclesLimit}, nil // two fires fill the lane
 	}}
 	res, lines := l.block(2, actorA, nil)
 	require.Equal(t, 2, res.Fired)
-	require.Len(t, cancelled, 2, "each handler cancelled one waiting timer")
-	require.Equal(t, 1, res.Deferred)
+	require.Equal(t, 10, calls)
+	require.Equal(t, 3, res.Deferred)
 	var waiting []string
 	for _, id := range ids {
 		if _, ok := l.e.Lookup(id); ok {
@@ -326,7 +326,18 @@ func TestLaneHandlerCancelsDeferred(t *testing.T) {
 	}
 	slices.Sort(waiting)
 	require.Equal(t, waiting, lines[2:])
-	require.Equal(t, 3, l.e.Pending()) // one waiting, two new
+	require.Equal(t, 5, l.e.Pending()) // three waiting, two new
+	l.x = &recorder{}
+	l.block(3, actorA, func(tx engine.Tx) {
+		var cancelled bool
+		for _, id := range ids {
+			if _, err := tx.Cancel(id); err == nil {
+				cancelled = true
+				break
+			}
+		}
+		require.True(t, cancelled, "a transaction cancels a waiting timer")
+	})
 }
 
 // TestLeavesDuringLaneFires: a handler that lists the state's leaves in

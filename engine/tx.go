@@ -225,7 +225,7 @@ func (tx Tx) Extend(id TimerID, expiresAt uint64) (Cost, error) {
 		return Cost{}, ErrNeedsLane
 	}
 	_, i, ok := e.ids.lookup(&id)
-	if !ok {
+	if !ok || e.dueNow(e.recs.At(i)) {
 		return Cost{}, ErrUnknownTimer
 	}
 	if e.actors.at(e.recs.At(i).actor).addr != s.actor {
@@ -283,7 +283,7 @@ func (tx Tx) Cancel(id TimerID) (Cost, error) {
 	}
 	e := tx.e
 	at, i, ok := e.ids.lookup(&id)
-	if !ok {
+	if !ok || e.dueNow(e.recs.At(i)) {
 		return Cost{}, ErrUnknownTimer
 	}
 	r := e.recs.At(i)

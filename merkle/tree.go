@@ -257,11 +257,11 @@ func (t *Tree) Root() [32]byte {
 }
 
 // parallelMin is how many hash slots must be stale for Root to rehash
-// the root's two subtrees at once, on two goroutines: a large batch, as a
-// block of thousands of changes or a restore makes, where it nearly
-// halves the time. Below it, starting a goroutine costs more than it
-// saves. The subtrees share no node, and each goroutine has its own
-// hasher, so the hashes are those of one goroutine.
+// the root's two subtrees at once, the left one on a worker goroutine: a
+// large batch, as a block of thousands of changes or a restore makes,
+// where it nearly halves the time. Below it, handing the half over costs
+// more than it saves. The subtrees share no node, and each side has its
+// own hasher, so the hashes are those of one goroutine.
 const parallelMin = 4096
 
 func (t *Tree) rehashHalves() {
@@ -270,24 +270,33 @@ func (t *Tree) rehashHalves() {
 		t.h2 = newHasher()
 		t.halfDone = make(chan struct{})
 	}
-	left := n.stale&1 != 0
-	if left {
-		startRehashWorker.Do(func() {
-			rehashJobs = make(chan rehashJob)
-			go rehashWorker()
-		})
-		rehashJobs <- rehashJob{t, n.child[0], &n.hash[0]}
-	}
-	if n.stale&2 != 0 {
+	if n.stale&1 != 0 {
+		t.rehashBoth(n)
+	} else {
 		t.rehash(&t.h, n.child[1], &n.hash[1])
-	}
-	if left {
-		<-t.halfDone
 	}
 	n.stale = 0
 	t.h.inner(n.bit, &n.hash[0], &n.hash[1], &t.rootHash)
 	t.h.count += t.h2.count
 	t.h2.count = 0
+}
+
+// rehashBoth rehashes n's left subtree on a worker and its right one, if
+// stale, here, and returns when both are done: also when the right half
+// panics, so that no worker is left blocked on halfDone, nor h2 in use,
+// should the caller recover.
+func (t *Tree) rehashBoth(n *innerNode) {
+	startRehashWorkers.Do(func() {
+		rehashJobs = make(chan rehashJob)
+		for range runtime.GOMAXPROCS(0) {
+			go rehashWorker()
+		}
+	})
+	rehashJobs <- rehashJob{t, n.child[0], &n.hash[0]}
+	defer func() { <-t.halfDone }()
+	if n.stale&2 != 0 {
+		t.rehash(&t.h, n.child[1], &n.hash[1])
+	}
 }
 
 // rehashJob is the left half of a Root's rehash: node r of tree t, into
@@ -298,14 +307,14 @@ type rehashJob struct {
 	dst *[32]byte
 }
 
-// One goroutine for the whole process rehashes the left halves, started by
-// the first Root that needs it: a goroutine started per Root allocated its
-// closure, once a block in a node whose blocks change thousands of timers
-// (bench.TestNodeBlockAllocs, session 45), while a send on a channel
-// allocates nothing. Trees that rehash at once share it, in turn.
+// Workers for the whole process, as many as GOMAXPROCS, rehash the left
+// halves, started by the first Root that needs them: a goroutine started
+// per Root allocated its closure, once a block in a node whose blocks
+// change thousands of timers (bench.TestNodeBlockAllocs, session 45),
+// while a send on a channel allocates nothing.
 var (
-	rehashJobs        chan rehashJob
-	startRehashWorker sync.Once
+	rehashJobs         chan rehashJob
+	startRehashWorkers sync.Once
 )
 
 func rehashWorker() {

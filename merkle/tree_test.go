@@ -2,6 +2,7 @@ package merkle
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -373,6 +374,7 @@ func TestNoAllocations(t *testing.T) {
 		{"Set (update)", func() { i++; tr.Set(keys[i%len(keys)], keyOf(byte(i))) }},
 		{"Delete+Set", func() { i++; k := keys[i%len(keys)]; tr.Delete(k); tr.Set(k, keyOf(byte(i))) }},
 		{"Set+Root", func() { i++; tr.Set(keys[i%len(keys)], keyOf(byte(i))); tr.Root() }},
+
 		{"Get", func() { i++; tr.Get(keys[i%len(keys)]) }},
 		{"ProveInto", func() { i++; tr.ProveInto(keys[i%len(keys)], &p) }},
 		{"Verify", func() {
@@ -387,6 +389,42 @@ func TestNoAllocations(t *testing.T) {
 		if a := testing.AllocsPerRun(1000, tc.f); a != 0 {
 			t.Errorf("%s: %v allocations per run", tc.name, a)
 		}
+	}
+}
+
+// TestRootHalvesAllocateNothing: a Root that hashes a half on a worker
+// allocates nothing (a goroutine per Root allocated its closure). Counted
+// with MemStats: AllocsPerRun runs on one P, where Root hashes alone.
+func TestRootHalvesAllocateNothing(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("Root hashes on one goroutine with GOMAXPROCS 1")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	tr := New()
+	var keys [][32]byte
+	for range 10000 {
+		k := randKey(rng)
+		keys = append(keys, k)
+		tr.Set(k, randKey(rng))
+	}
+	batch := func(round int) {
+		for k, key := range keys[:1000] {
+			tr.Set(key, keyOf(byte(round+k)))
+		}
+		if tr.staleSlots < parallelMin {
+			t.Fatalf("%d stale slots: too few for the halves", tr.staleSlots)
+		}
+		tr.Root()
+	}
+	batch(0) // starts the workers
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for r := 1; r <= 50; r++ {
+		batch(r)
+	}
+	runtime.ReadMemStats(&m1)
+	if n := m1.Mallocs - m0.Mallocs; n != 0 {
+		t.Errorf("%d allocations over 50 Roots that hash their halves apart", n)
 	}
 }
 

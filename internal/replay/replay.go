@@ -545,7 +545,6 @@ func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 			rn.laneFiresW = bufio.NewWriter(&rn.laneFires)
 		}
 		rn.ev.w = rn.laneFiresW
-		defer func() { rn.ev.w = rn.out }()
 	} else {
 		rn.printSysGC()
 	}
@@ -558,11 +557,13 @@ func (rn *runner) Fired(d *engine.Delivery, r engine.FireResult) {
 	ev.end()
 	rn.ev.w.Write(rn.handlerOut.Bytes())
 	if rn.failure != nil {
-		rn.flushEnd()
+		rn.ev.w = rn.out
+		rn.flushEnd() // the gc section, then the fires up to this one
 		rn.stop()
 		return
 	}
 	if r.Reverted {
 		rn.ev.begin("revert", d.Block).raw("actor", d.Actor.String()).uint("nonce", rn.nonces[d.Actor]).end()
 	}
+	rn.ev.w = rn.out
 }

@@ -48,6 +48,30 @@ func TestScriptErrorStopsTheOutput(t *testing.T) {
 
 // TestEmptyLabel: "" is a label like any other: a schedule binds it and a
 // cancel names it.
+// TestScriptErrorAfterACollection: a lane block whose GC lane collects a
+// timer and whose first fire's script meets a trace error prints the gc
+// event, then the fire, and stops: the fires the replay holds behind the
+// block's gc section (a collection may come after fires) are printed in
+// that order when it stops too.
+func TestScriptErrorAfterACollection(t *testing.T) {
+	const a, b = `"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"`
+	tr := `{"op":"config","policy":"lane","initial_lane_basefee":"1"}` + "\n" +
+		`{"op":"fund","account":` + a + `,"amount":"1000000000"}` + "\n" + // b has nothing: its timer is collected
+		`{"op":"handler","actor":` + a + `,"handler":"handle_timer","calls":[{"call":"cancel","timer":"nope"}]}` + "\n" +
+		"{\"op\":\"block\",\"height\":1}\n" +
+		`{"op":"tx","actor":` + a + `,"nonce":1,"calls":[{"call":"schedule","height":2}]}` + "\n" +
+		`{"op":"tx","actor":` + b + `,"nonce":1,"calls":[{"call":"schedule","height":2}]}` + "\n" +
+		"{\"op\":\"end\"}\n{\"op\":\"block\",\"height\":2}\n{\"op\":\"end\"}\n"
+	var out strings.Builder
+	if err := Run(strings.NewReader(tr), &out); err == nil || !strings.Contains(err.Error(), `label "nope" was never bound`) {
+		t.Fatalf("err = %v, want the script's trace error", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if n := len(lines); n < 2 || !strings.HasPrefix(lines[n-2], `{"ev":"gc","height":2,`) || !strings.HasPrefix(lines[n-1], `{"ev":"fire","height":2,`) {
+		t.Fatalf("the output ends\n%s\nwant the gc event, then the fire", strings.Join(lines[max(0, len(lines)-2):], "\n"))
+	}
+}
+
 func TestEmptyLabel(t *testing.T) {
 	tr := "{\"op\":\"block\",\"height\":1}\n" +
 		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"label":""},{"call":"cancel","timer":""}]}` +
