@@ -272,7 +272,7 @@ func (t *Tree) rehashHalves() {
 	}
 	if n.stale&1 != 0 {
 		t.rehashBoth(n)
-	} else {
+	} else if n.stale&2 != 0 {
 		t.rehash(&t.h, n.child[1], &n.hash[1])
 	}
 	n.stale = 0
