@@ -94,6 +94,19 @@ func (g *keyGen) key() [32]byte {
 	return k
 }
 
+// randTree is a tree of n random keys with random values, and its keys in
+// the order they were set.
+func randTree(rng *rand.Rand, n int) (*Tree, [][32]byte) {
+	tr := New()
+	keys := make([][32]byte, 0, n)
+	for range n {
+		k := randKey(rng)
+		keys = append(keys, k)
+		tr.Set(k, randKey(rng))
+	}
+	return tr, keys
+}
+
 func randKey(rng *rand.Rand) (k [32]byte) {
 	for i := 0; i < 32; i += 8 {
 		v := rng.Uint64()

@@ -253,13 +253,7 @@ func (t *Tree) bound(changed [][32]byte) int {
 // of distinct keys, and for a key set many times before one Root.
 func TestHashesMatchBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	tr := New()
-	var keys [][32]byte
-	for range 20000 {
-		k := randKey(rng)
-		keys = append(keys, k)
-		tr.Set(k, randKey(rng))
-	}
+	tr, keys := randTree(rng, 20000)
 	tr.Root()
 	for _, batch := range []int{1, 10, 100, 1000} {
 		for _, mix := range []string{"update", "insert", "delete", "churn"} {
@@ -356,13 +350,7 @@ func TestClone(t *testing.T) {
 // nothing.
 func TestNoAllocations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	tr := New()
-	var keys [][32]byte
-	for range 10000 {
-		k := randKey(rng)
-		keys = append(keys, k)
-		tr.Set(k, randKey(rng))
-	}
+	tr, keys := randTree(rng, 10000)
 	tr.Root()
 	i := 0
 	var p Proof
@@ -400,13 +388,7 @@ func TestRootHalvesAllocateNothing(t *testing.T) {
 		t.Skip("Root hashes on one goroutine with GOMAXPROCS 1")
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
-	tr := New()
-	var keys [][32]byte
-	for range 10000 {
-		k := randKey(rng)
-		keys = append(keys, k)
-		tr.Set(k, randKey(rng))
-	}
+	tr, keys := randTree(rng, 10000)
 	batch := func(round int) {
 		for k, key := range keys[:1000] {
 			tr.Set(key, keyOf(byte(round+k)))
