@@ -362,7 +362,6 @@ func TestNoAllocations(t *testing.T) {
 		{"Set (update)", func() { i++; tr.Set(keys[i%len(keys)], keyOf(byte(i))) }},
 		{"Delete+Set", func() { i++; k := keys[i%len(keys)]; tr.Delete(k); tr.Set(k, keyOf(byte(i))) }},
 		{"Set+Root", func() { i++; tr.Set(keys[i%len(keys)], keyOf(byte(i))); tr.Root() }},
-
 		{"Get", func() { i++; tr.Get(keys[i%len(keys)]) }},
 		{"ProveInto", func() { i++; tr.ProveInto(keys[i%len(keys)], &p) }},
 		{"Verify", func() {

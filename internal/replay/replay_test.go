@@ -46,8 +46,6 @@ func TestScriptErrorStopsTheOutput(t *testing.T) {
 	}
 }
 
-// TestEmptyLabel: "" is a label like any other: a schedule binds it and a
-// cancel names it.
 // TestScriptErrorAfterACollection: a lane block whose GC lane collects a
 // timer and whose first fire's script meets a trace error prints the gc
 // event, then the fire, and stops: the fires the replay holds behind the
@@ -72,6 +70,8 @@ func TestScriptErrorAfterACollection(t *testing.T) {
 	}
 }
 
+// TestEmptyLabel: "" is a label like any other: a schedule binds it and a
+// cancel names it.
 func TestEmptyLabel(t *testing.T) {
 	tr := "{\"op\":\"block\",\"height\":1}\n" +
 		`{"op":"tx","actor":"0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nonce":1,"calls":[{"call":"schedule","height":2,"label":""},{"call":"cancel","timer":""}]}` +
