@@ -398,14 +398,19 @@ func TestRootHalvesAllocateNothing(t *testing.T) {
 		tr.Root()
 	}
 	batch(0) // starts the workers
+	// MemStats counts the whole process: a collection that starts in the
+	// window can start its mark workers then, as it did twice in 50 Roots
+	// under CI's go test ./... (session 45). A goroutine per Root, as
+	// before, allocated at least one object each.
+	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	for r := 1; r <= 50; r++ {
 		batch(r)
 	}
 	runtime.ReadMemStats(&m1)
-	if n := m1.Mallocs - m0.Mallocs; n != 0 {
-		t.Errorf("%d allocations over 50 Roots that hash their halves apart", n)
+	if n := m1.Mallocs - m0.Mallocs; n > 5 {
+		t.Errorf("%d allocations over 50 Roots that hash their halves apart, want at most 5", n)
 	}
 }
 
