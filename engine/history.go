@@ -168,53 +168,25 @@ func (e *Engine) retire(i uint32) {
 	e.hist.ops.push1(cancelUndo(i, e.recs.At(i)))
 }
 
-// keptTaken names the history entries of the timers an end of block
-// took to fire: list's positions from on; list is nil with rollback off.
-// seg is the entries of the chunk that the last retireTaken wrote to,
-// from the segK-th on: the fire loop writes them in order, so most
-// retireTaken index a slice, as when the list was one slice.
-type keptTaken struct {
-	list *chunkFIFO[takenRec]
-	from uint64
-	seg  []takenRec
-	segK int
-}
-
-// keepTaken hands the history the timers the open block took to fire,
-// recs, before the first fires, and returns their entries: the k-th of
-// them then ends with retireTaken(kept, k).
-func (e *Engine) keepTaken(recs []uint32) keptTaken {
-	return e.keep(recs, false)
-}
-
-// keepTakenHeld is keepTaken for records that take just read: their
-// entries note at once what each holds, which no fire changes, and the
-// fires retire nothing (fired). A pass of its own: writing the entries in
-// take's loop, the one that waits on the records' misses, saved 6
-// instructions a timer at 10k pending, and at 1M looked slower (161
-// against 152 ns a timer, medians of 8 alternating rounds, on a machine
-// whose noise was as large).
+// keepTakenHeld hands the history the timers the open block took to fire
+// under fifo, recs, whose records take just read: their entries note at
+// once what each holds, which no fire changes, and the fires retire
+// nothing (fired). A pass of its own: writing the entries in take's loop,
+// the one that waits on the records' misses, saved 6 instructions a timer
+// at 10k pending, and at 1M looked slower (161 against 152 ns a timer,
+// medians of 8 alternating rounds, on a machine whose noise was as large).
 func (e *Engine) keepTakenHeld(recs []uint32) {
-	e.keep(recs, true)
-}
-
-func (e *Engine) keep(recs []uint32, held bool) keptTaken {
 	if e.hist == nil {
-		return keptTaken{}
+		return
 	}
 	t := &e.hist.taken
-	kept := keptTaken{list: t, from: t.end()}
 	for len(recs) > 0 {
 		c := t.extend(len(recs))
 		for j, i := range recs[:len(c)] {
-			c[j] = takenRec{rec: i}
-			if held {
-				c[j].held = e.recs.At(i).held()
-			}
+			c[j] = takenRec{rec: i, held: e.recs.At(i).held()}
 		}
 		recs = recs[len(c):]
 	}
-	return kept
 }
 
 // keepOne hands the history timer i, which the lane's walk takes to fire
@@ -229,29 +201,15 @@ func (e *Engine) keepOne(i uint32) uint64 {
 	return p
 }
 
-// retireOne ends timer i, kept at position p by keepOne, as retireTaken
-// does.
+// retireOne ends timer i, kept at position p by keepOne, whose record is
+// in cache: its entry notes what the record holds after the fire, or
+// without a history the record is freed.
 func (e *Engine) retireOne(p uint64, i uint32) {
 	if e.hist == nil {
 		e.release(i)
 		return
 	}
 	e.hist.taken.pos(p).held = e.recs.At(i).held()
-}
-
-// retireTaken ends timer i, the k-th of kept, whose record is in cache:
-// its history entry notes what the record holds, or without a history
-// the record is freed.
-func (e *Engine) retireTaken(kept *keptTaken, k int, i uint32) {
-	if kept.list == nil {
-		e.release(i)
-		return
-	}
-	j := k - kept.segK
-	if uint(j) >= uint(len(kept.seg)) {
-		kept.seg, kept.segK, j = kept.list.seg(kept.from+uint64(k), kept.list.end()), k, 0
-	}
-	kept.seg[j].held = e.recs.At(i).held()
 }
 
 // windowExpired hears each fairness entry an expiry drops.
