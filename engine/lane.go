@@ -117,8 +117,6 @@ type laneState struct {
 	keys    []sortKey
 	sorter  keySorter
 	ordered []cand // the candidates in priority order (the other cands buffer)
-	one     [1]uint32
-	oneTag  [1]uint64
 	gcs     []gcCand
 	fired   []Amount
 	order   []uint32
@@ -587,11 +585,10 @@ func (e *Engine) expireWindow(h uint64) {
 // their actors' caps: those left waiting stay pending, and an actor must
 // never hold more than its cap (a snapshot that did would not restore).
 func (e *Engine) takeOne(c *cand, r *rec) uint64 {
-	s := &e.lane
 	e.actors.at(r.actor).pending--
-	s.one[0], s.oneTag[0] = c.rec, uint64(c.tag)
-	e.touchAll(s.one[:])
-	e.unindex(s.one[:], s.oneTag[:])
+	e.touch(&r.id)
+	e.ids.delRec(uint64(c.tag), c.rec)
+	e.pending--
 	return e.keepOne(c.rec)
 }
 
@@ -695,20 +692,14 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if f != nil && f.Set&HasFeePayer != 0 {
 			c.wf |= candFeePayer
 		}
-		if gas > fireCap {
-			// CIP-1 §3 step 4's funds check comes before step 7's cap:
-			// collected if its payer cannot cover its max_cost.
-			if !c.covered() || e.funds(&c).Cmp(s.maxCost(&c)) < 0 {
-				gcs = append(gcs, gcCand{i, InsufficientFunds})
-			} else {
-				s.reasons[k] = OverCap
-			}
-			continue
-		}
-		// Step 4 for every timer that may run: collected if its payer
+		// CIP-1 §3 step 4, before step 7's cap: collected if its payer
 		// cannot cover its max_cost as the end of block starts.
 		if !c.covered() || e.funds(&c).Cmp(s.maxCost(&c)) < 0 {
 			gcs = append(gcs, gcCand{i, InsufficientFunds})
+			continue
+		}
+		if gas > fireCap {
+			s.reasons[k] = OverCap
 			continue
 		}
 		// W, as weight gives it, without a call once the actor has it.
