@@ -316,6 +316,12 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 		}
 	}()
 	res := e.policy.endBlock(e, x, e.q.Take())
+	if err := e.lane.ledgerErr; err != nil {
+		// The node's account store failed mid-settlement: as for a
+		// Ledger's panic, the block is half done.
+		e.phase, e.obsPanic = phaseFailed, nil
+		return BlockResult{}, fmt.Errorf("%w: %w", ErrEndBlockFailed, err)
+	}
 	res.Height, res.Pending = e.height, e.pending
 	res.GC += e.lane.sysGC
 	e.phase = phaseEnded

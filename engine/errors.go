@@ -60,11 +60,13 @@ var (
 	// log's or snapshot's). The error names the first field that differs;
 	// LogConfig reads a log's own configuration.
 	ErrConfigMismatch = errors.New("timerlane: written under another configuration")
-	// ErrEndBlockFailed is returned by every block call after a panic
-	// that EndBlock does not recover (a Ledger's) went through it: the
-	// block is half done. Reopen a durable engine from its log (the last
+	// ErrEndBlockFailed is returned by every block call after an end of
+	// block failed half done: a Ledger panicked (the panic goes through
+	// EndBlock), or returned an error other than those Ledger documents
+	// (EndBlock returns it, matching both ErrEndBlockFailed and the
+	// Ledger's error). Reopen a durable engine from its log (the last
 	// committed block); build an in-memory one anew.
-	ErrEndBlockFailed = errors.New("timerlane: a panic went through EndBlock; the engine must be reopened")
+	ErrEndBlockFailed = errors.New("timerlane: an end of block failed half done; the engine must be reopened")
 	// ErrExecutorPanic is matched by the FireResult.Err of a handler whose
 	// Execute panicked: the engine reverts it, as a handler that failed.
 	ErrExecutorPanic = errors.New("timerlane: the Executor panicked")

@@ -48,8 +48,14 @@ func mulWide(a Amount, w uint64) wide {
 
 // Ledger is the token state the lane charges fees against (CIP-1 §3 step
 // 8): the embedding node implements it over its accounts. Debit fails with
-// ErrInsufficientFunds, changing nothing, when the balance is below x;
-// Credit fails with ErrAmountOverflow when the balance would pass 2^128-1.
+// ErrInsufficientFunds, changing nothing, when the balance is below x (the
+// timer is collected, insufficient_funds); Credit fails with
+// ErrAmountOverflow when the balance would pass 2^128-1 (the refund or
+// tip it cannot hold is burned instead), and Burn may, for its own count.
+// Any other error is the node's account store failing, which no other
+// validator shares: the end of block stops settling, EndBlock returns the
+// error (matching ErrEndBlockFailed), and the engine takes no further
+// block, as after a Ledger's panic. Errors wrap the sentinels (errors.Is).
 type Ledger interface {
 	Balance(a Address) Amount
 	Debit(a Address, x Amount) error

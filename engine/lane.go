@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -125,10 +126,15 @@ type laneState struct {
 	// gen counts lane ends of block: it stamps the per-actor entries above.
 	// Not the height, which a block run again after a rollback repeats.
 	gen       uint64
-	tipsDue   Amount            // tips of this block's fires, not yet paid
-	burnDue   Amount            // basefee of this block's fires, not yet burned
-	tipsBurnt Amount            // tips of this block the proposer's balance could not hold
-	tipsOver  bool              // this block's tips sum past 2^128-1: all are burned
+	tipsDue   Amount // tips of this block's fires, not yet paid
+	burnDue   Amount // basefee of this block's fires, not yet burned
+	tipsBurnt Amount // tips of this block the proposer's balance could not hold
+	tipsOver  bool   // this block's tips sum past 2^128-1: all are burned
+	// ledgerErr is the first error of the block's ledger calls other than
+	// the two a Ledger documents (ErrInsufficientFunds on a debit,
+	// ErrAmountOverflow on a credit or burn): the node's account store
+	// failed, and the block cannot be settled (EndBlock fails).
+	ledgerErr error
 	fireCount slab.Slab[uint32] // fires of this block, by actor index
 	firing    []uint32          // actors with fires in this block
 	fee       FireFee
@@ -410,6 +416,23 @@ func (s *laneState) payerAcct(c *cand) uint32 {
 		return 0
 	}
 	return s.avail.At(c.payerIdx).acct
+}
+
+// failLedger records that the ledger's op failed with err, which is not
+// one of the errors a Ledger documents: the end of block stops at its next
+// step, and EndBlock fails (Engine.ledgerFailure).
+func (s *laneState) failLedger(op string, err error) {
+	if s.ledgerErr == nil {
+		s.ledgerErr = fmt.Errorf("the Ledger's %s failed: %w", op, err)
+	}
+}
+
+// burn destroys x. A sum of burns past 2^128-1 (ErrAmountOverflow) is the
+// ledger's to count; the tokens are gone either way.
+func (s *laneState) burn(x Amount) {
+	if err := s.led.Burn(x); err != nil && !errors.Is(err, ErrAmountOverflow) {
+		s.failLedger("Burn", err)
+	}
 }
 
 // debit takes x from a, whose account number plus one is acct (0: by
@@ -754,7 +777,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	var used uint64 // the lane cycles the block's fires used so far
 	fired := s.fired[:0]
 	n, next := len(cands), 0
-	for next < n && p.LaneTimerCycles-used >= minGas {
+	for next < n && p.LaneTimerCycles-used >= minGas && s.ledgerErr == nil {
 		k := next
 		if useHeap {
 			k = int(keys[0].k)
@@ -783,6 +806,10 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		payer := e.candPayer(c)
 		acct := s.payerAcct(c)
 		if err := s.debit(acct, payer, maxCost); err != nil {
+			if !errors.Is(err, ErrInsufficientFunds) {
+				s.failLedger("Debit", err)
+				break
+			}
 			// Its payer covered max_cost as the block's end started, and
 			// the fires before it spent part of that: CIP-1 §3 step 8
 			// collects it, in the GC lane's budget.
@@ -821,6 +848,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		e.retireOne(kept, c.rec)
 		res.Fired++
+	}
+	if s.ledgerErr != nil {
+		return res // EndBlock fails: nothing more is settled or reported
 	}
 	for j := next; j < n; j++ { // none of these can fit
 		c := &cands[j]
@@ -956,12 +986,15 @@ func readFairEntry(x []byte) (h uint64, actor Address, n uint64) {
 func (e *Engine) settle(f *FireFee, acct uint32) {
 	s := &e.lane
 	if err := s.credit(acct, &f.FeePayer, f.Refund); err != nil {
+		if !errors.Is(err, ErrAmountOverflow) {
+			s.failLedger("Credit", err)
+		}
 		f.Burned, f.Refund = f.Burned.Add(f.Refund), Amount{}
 	}
 	if burn, ok := u128.Add(s.burnDue, f.Burned); ok {
 		s.burnDue = burn
 	} else { // the sum would pass 2^128-1: burn what is due first
-		_ = s.led.Burn(s.burnDue)
+		s.burn(s.burnDue)
 		s.burnDue = f.Burned
 	}
 	tips, ok := u128.Add(s.tipsDue, f.Tip)
@@ -984,18 +1017,21 @@ func (e *Engine) settle(f *FireFee, acct uint32) {
 func (e *Engine) payTips() (paid Amount) {
 	s := &e.lane
 	if err := s.led.Credit(s.proposer, s.tipsDue); err != nil {
+		if !errors.Is(err, ErrAmountOverflow) {
+			s.failLedger("Credit", err)
+		}
 		s.burnTips(s.tipsDue)
 	} else {
 		paid = s.tipsDue
 	}
-	_ = s.led.Burn(s.burnDue)
+	s.burn(s.burnDue)
 	s.tipsDue, s.burnDue, s.tipsOver = Amount{}, Amount{}, false
 	return paid
 }
 
 // burnTips burns tips that the proposer does not receive.
 func (s *laneState) burnTips(x Amount) {
-	_ = s.led.Burn(x)
+	s.burn(x)
 	s.tipsBurnt = u128.SatAdd(s.tipsBurnt, x)
 }
 

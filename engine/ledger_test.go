@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -167,4 +168,126 @@ func TestSetLedgerDuringEndOfBlock(t *testing.T) {
 	require.Equal(t, "10000000", second.Balance(a).String(), "the swapped-in ledger is not charged in the block that swapped it")
 	require.Less(t, first.Balance(a).Cmp(amount("10000000")), 0, "both fires are charged to the first ledger")
 	require.Equal(t, second, l.e.Ledger())
+}
+
+// errStore stands for a node's account store that failed.
+var errStore = errors.New("account store: disk I/O error")
+
+// failingLedger is a MemLedger whose operation op fails with errStore for
+// the account who (any account if zero). With accounts it also offers the
+// account-number operations, failing alike.
+type failingLedger struct {
+	mem *engine.MemLedger
+	op  string
+	who engine.Address
+}
+
+func (l *failingLedger) fails(op string, a engine.Address) bool {
+	return op == l.op && (l.who == engine.Address{} || a == l.who)
+}
+
+func (l *failingLedger) Balance(a engine.Address) engine.Amount { return l.mem.Balance(a) }
+
+func (l *failingLedger) Debit(a engine.Address, x engine.Amount) error {
+	if l.fails("Debit", a) {
+		return errStore
+	}
+	return l.mem.Debit(a, x)
+}
+
+func (l *failingLedger) Credit(a engine.Address, x engine.Amount) error {
+	if l.fails("Credit", a) {
+		return errStore
+	}
+	return l.mem.Credit(a, x)
+}
+
+func (l *failingLedger) Burn(x engine.Amount) error {
+	if l.fails("Burn", engine.Address{}) {
+		return errStore
+	}
+	return l.mem.Burn(x)
+}
+
+// accountFailingLedger adds account numbers to failingLedger.
+type accountFailingLedger struct{ *failingLedger }
+
+func (l accountFailingLedger) Account(a engine.Address) (uint32, bool) { return l.mem.Account(a) }
+func (l accountFailingLedger) BalanceOf(n uint32) engine.Amount        { return l.mem.BalanceOf(n) }
+
+// failsAccount is fails for account n.
+func (l accountFailingLedger) failsAccount(op string, n uint32) bool {
+	w, ok := l.mem.Account(l.who)
+	return op == l.op && (l.who == engine.Address{} || ok && n == w)
+}
+
+func (l accountFailingLedger) DebitAccount(n uint32, x engine.Amount) error {
+	if l.failsAccount("Debit", n) {
+		return errStore
+	}
+	return l.mem.DebitAccount(n, x)
+}
+
+func (l accountFailingLedger) CreditAccount(n uint32, x engine.Amount) error {
+	if l.failsAccount("Credit", n) {
+		return errStore
+	}
+	return l.mem.CreditAccount(n, x)
+}
+
+// TestLaneLedgerFailure: a Ledger error other than the two a Ledger
+// documents is the node's account store failing. The block cannot be
+// settled: EndBlock returns the error, matching ErrEndBlockFailed, and no
+// later block call succeeds; nothing is turned into a collection, a burnt
+// refund or a lost burn.
+func TestLaneLedgerFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		op   string
+		who  engine.Address
+	}{
+		{"none", "", engine.Address{}},
+		{"pre-charge", "Debit", engine.Address{}},
+		{"refund", "Credit", actorA},
+		{"tips to the proposer", "Credit", proposerQ},
+		{"burn", "Burn", engine.Address{}},
+	}
+	for _, numbered := range []bool{false, true} {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s/accounts=%v", tc.name, numbered), func(t *testing.T) {
+				l := newLane(t, nil)
+				led := &failingLedger{mem: engine.NewMemLedger()}
+				require.NoError(t, led.mem.Credit(actorA, amount("1000000000000000")))
+				if numbered {
+					l.e.SetLedger(accountFailingLedger{led})
+				} else {
+					l.e.SetLedger(led)
+				}
+				l.x = &recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+					return engine.Usage{Cycles: 100}, nil // leaves a refund
+				}}
+				l.block(1, actorA, func(tx engine.Tx) {
+					l.schedule(tx, 2, "a", engine.Fees{Set: engine.HasMaxPriorityFee, MaxPriorityFee: amount("5")})
+				})
+				require.NoError(t, l.e.BeginBlock(2))
+				l.e.SetProposer(proposerQ)
+				led.op, led.who = tc.op, tc.who
+				res, err := l.e.EndBlock(l.x)
+				if tc.op == "" {
+					require.NoError(t, err)
+					require.Equal(t, 1, res.Fired)
+					require.NoError(t, l.e.Commit())
+					return
+				}
+				require.ErrorIs(t, err, engine.ErrEndBlockFailed)
+				require.ErrorIs(t, err, errStore)
+				require.Contains(t, err.Error(), "the Ledger's "+tc.op+" failed")
+				require.ErrorIs(t, l.e.Commit(), engine.ErrEndBlockFailed)
+				require.ErrorIs(t, l.e.BeginBlock(3), engine.ErrEndBlockFailed)
+				for _, line := range l.log.lines {
+					require.NotContains(t, line, "insufficient_funds", "a failed store is no payer's want of funds")
+				}
+			})
+		}
+	}
 }

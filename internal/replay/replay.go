@@ -17,10 +17,6 @@ import (
 	"github.com/timerlane/timerlane/ring"
 )
 
-// ErrUnsupported marks a trace that asks for something this engine does
-// not do yet.
-var ErrUnsupported = errors.New("not supported yet")
-
 type script struct {
 	line          int // the handler op's
 	cycles, cells uint64
@@ -187,7 +183,8 @@ func (rn *runner) run(op *trace.Op) error {
 	case "rollback":
 		return rn.rollback(op.To)
 	}
-	return rn.fail("op %s: %v", op.Kind, ErrUnsupported)
+	// trace.Parse refuses every other op, so this is a bug of ours.
+	return rn.fail("op %s: parsed but not run (a bug in timerlane)", op.Kind)
 }
 
 func (rn *runner) config(c *trace.Config) error {
