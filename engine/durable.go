@@ -223,8 +223,12 @@ func recoverFrom(log *wal.Log, cfg Config) (*Engine, error) {
 // call that would change the state (a block, a transaction, a rollback, a
 // system instruction) fails with ErrClosed, and a call on a Tx still held
 // with ErrTxClosed, as for any transaction that has ended; queries such as
-// Root and Pending still answer. Closing again does nothing. A block left
-// open is not committed.
+// Root and Pending still answer, and WriteSnapshot writes the state closed.
+// Closing again does nothing. A block left open is not committed (a
+// durable engine reopens at the last committed block), but the queries
+// then describe the engine as Close found it, that block's changes
+// included, and WriteSnapshot fails with ErrClosed: close between blocks
+// for a state to record.
 func (e *Engine) Close() error {
 	switch e.phase {
 	case phaseClosed:
@@ -232,6 +236,7 @@ func (e *Engine) Close() error {
 	case phaseEnding:
 		return ErrInEndBlock
 	}
+	e.closedInBlock = e.phase != phaseIdle
 	e.phase, e.txs.open = phaseClosed, false // every Tx handle is closed too
 	if e.dur == nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/crypto/sha3"
@@ -99,8 +100,11 @@ type Engine struct {
 	height  uint64 // the open or last committed block; 0 before the first
 	started bool
 	phase   phase
-	seq     uint64 // insertion sequence of the next timer
-	pending int
+	// closedInBlock: Close found a block open, so the state the queries
+	// describe was never committed (WriteSnapshot refuses it).
+	closedInBlock bool
+	seq           uint64 // insertion sequence of the next timer
+	pending       int
 
 	policy   policy
 	txs      txState // the open transaction, if any
@@ -191,6 +195,9 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The deployers are consensus state (the root encodes them): the
+	// engine keeps a copy the caller's slice cannot change.
+	cfg.SystemDeployers = slices.Clone(cfg.SystemDeployers)
 	e := &Engine{cfg: cfg, policy: fifo{}, actors: newActorTable(), keccak: sha3.NewLegacyKeccak256(), seq: 1, nrecs: 1}
 	e.squeeze, _ = e.keccak.(io.Reader)
 	if cfg.Policy == PolicyLane {
@@ -220,8 +227,13 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Config returns the engine's configuration.
-func (e *Engine) Config() Config { return e.cfg }
+// Config returns the engine's configuration: a copy, SystemDeployers
+// included, which the caller may change freely.
+func (e *Engine) Config() Config {
+	c := e.cfg
+	c.SystemDeployers = slices.Clone(c.SystemDeployers)
+	return c
+}
 
 // SetObserver sets who hears end-of-block events; nil for nobody.
 func (e *Engine) SetObserver(o Observer) { e.obs = o }

@@ -48,7 +48,7 @@ var (
 	ErrNeedsLane     = errors.New("timerlane: fee fields, extend and system instructions need policy lane")
 	ErrNotSystem     = errors.New("timerlane: the sender is not a system deployer")
 	ErrReserveRange  = errors.New("timerlane: Reserve out of range")
-	ErrInvalidFees   = errors.New("timerlane: fee arguments name an undefined field or priority tier")
+	ErrInvalidFees   = errors.New("timerlane: invalid fee arguments")
 	ErrNoExecutor    = errors.New("timerlane: EndBlock needs an Executor")
 	ErrInEndBlock    = errors.New("timerlane: end of block is running: only a handler's own transaction may call in")
 	ErrClosed        = errors.New("timerlane: the engine is closed")

@@ -83,7 +83,11 @@ type AccountLedger interface {
 var ErrAmountOverflow = errors.New("timerlane: amount overflows 128 bits")
 
 // MemLedger is an in-memory AccountLedger, for embedding and tests. The
-// zero value is not ready: use NewMemLedger.
+// zero value is not ready: use NewMemLedger. A type that embeds a
+// *MemLedger to change Debit or Credit inherits its account-number methods
+// too, and the engine charges an AccountLedger through those: override
+// DebitAccount and CreditAccount alike, or hide them by holding the
+// MemLedger as a plain Ledger (struct{ engine.Ledger }).
 type MemLedger struct {
 	// Account n's balance is balances[n], its address addrs[n]: one map
 	// lookup per operation rather than a read and a write. Accounts are
@@ -245,6 +249,34 @@ const (
 // tier, one of the four: what a snapshot or log record can hold back.
 func (f *Fees) valid() bool {
 	return f.Set&^allFeeFields == 0 && (f.Set&HasTier == 0 || f.Tier <= Urgent)
+}
+
+// check is ErrInvalidFees, saying what is wrong, for arguments that are
+// not valid or that give a field a value without its Set bit (a value the
+// call would ignore: most likely a forgotten bit); else nil.
+func (f *Fees) check() error {
+	var stray string
+	switch set := f.Set; {
+	case set&^allFeeFields != 0:
+		return fmt.Errorf("%w: Set bits %#x name no field", ErrInvalidFees, uint8(set&^allFeeFields))
+	case set&HasTier != 0 && f.Tier > Urgent:
+		return fmt.Errorf("%w: Tier %d names no priority tier", ErrInvalidFees, f.Tier)
+	case set&HasFeePayer == 0 && f.FeePayer != Address{}:
+		stray = "FeePayer"
+	case set&HasGasLimit == 0 && f.GasLimit != 0:
+		stray = "GasLimit"
+	case set&HasExpiresAt == 0 && f.ExpiresAt != 0:
+		stray = "ExpiresAt"
+	case set&HasMaxFee == 0 && !f.MaxFee.IsZero():
+		stray = "MaxFee"
+	case set&HasMaxPriorityFee == 0 && !f.MaxPriorityFee.IsZero():
+		stray = "MaxPriorityFee"
+	case set&HasTier == 0 && f.Tier != Standard:
+		stray = "Tier"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s has a value but Set lacks Has%s", ErrInvalidFees, stray, stray)
 }
 
 // Fees are the CIP-1 §6 arguments of a schedule call under policy lane.

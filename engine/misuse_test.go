@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -127,12 +129,23 @@ func TestScheduleFeesInvalid(t *testing.T) {
 	require.NoError(t, l.e.BeginBlock(1))
 	tx, err := l.e.Begin(actorA, 1)
 	require.NoError(t, err)
-	for _, f := range []engine.Fees{
-		{Set: engine.HasTier, Tier: engine.Urgent + 1},
-		{Set: engine.HasBid << 1},
+	for _, c := range []struct {
+		f    engine.Fees
+		what string
+	}{
+		{engine.Fees{Set: engine.HasTier, Tier: engine.Urgent + 1}, "Tier 4 names no priority tier"},
+		{engine.Fees{Set: engine.HasBid << 1}, "Set bits 0x80 name no field"},
+		// A value without its bit would be ignored: a forgotten bit.
+		{engine.Fees{FeePayer: actorB}, "FeePayer has a value but Set lacks HasFeePayer"},
+		{engine.Fees{Set: engine.HasMaxFee, MaxFee: amount("9"), GasLimit: 10}, "GasLimit has a value but Set lacks HasGasLimit"},
+		{engine.Fees{ExpiresAt: 9}, "ExpiresAt"},
+		{engine.Fees{MaxFee: amount("1")}, "MaxFee"},
+		{engine.Fees{MaxPriorityFee: amount("1")}, "MaxPriorityFee"},
+		{engine.Fees{Tier: engine.Urgent}, "Tier has a value but Set lacks HasTier"},
 	} {
-		_, err := tx.ScheduleFees(5, []byte("x"), &f)
-		require.ErrorIs(t, err, engine.ErrInvalidFees, "%+v", f)
+		_, err := tx.ScheduleFees(5, []byte("x"), &c.f)
+		require.ErrorIs(t, err, engine.ErrInvalidFees, "%+v", c.f)
+		require.ErrorContains(t, err, c.what)
 	}
 	require.Zero(t, l.e.Pending())
 	require.NoError(t, tx.Commit())
@@ -146,6 +159,20 @@ func TestScheduleFeesInvalid(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	_, err = tx.ScheduleFees(5, nil, &engine.Fees{Set: engine.HasGasLimit})
 	require.ErrorIs(t, err, engine.ErrTxClosed)
+
+	// Under fifo, no fee argument is Schedule; any Set bit needs the lane.
+	_, err = fifo.EndBlock(&recorder{})
+	require.NoError(t, err)
+	require.NoError(t, fifo.Commit())
+	inBlock(t, fifo, 2, actorA, func(tx engine.Tx) {
+		_, err := tx.ScheduleFees(5, []byte("nil"), nil)
+		require.NoError(t, err)
+		_, err = tx.ScheduleFees(5, []byte("none"), &engine.Fees{})
+		require.NoError(t, err)
+		_, err = tx.ScheduleFees(5, []byte("gas"), &engine.Fees{Set: engine.HasGasLimit, GasLimit: 1})
+		require.ErrorIs(t, err, engine.ErrNeedsLane)
+	})
+	require.Equal(t, 2, fifo.Pending())
 }
 
 // Rollback works at the top of the heights and with any depth: the
@@ -329,9 +356,29 @@ func TestCallsAfterClose(t *testing.T) {
 			_, err = e.SkipEmpty(9)
 			require.ErrorIs(t, err, engine.ErrClosed)
 			require.Zero(t, e.Pending())
+			require.ErrorIs(t, e.WriteSnapshot(io.Discard), engine.ErrClosed, "the open block was never committed")
 			require.NoError(t, e.Close())
 		})
 	}
+}
+
+// TestSnapshotAfterClose: an engine closed between blocks still writes its
+// state, which restores to the same root.
+func TestSnapshotAfterClose(t *testing.T) {
+	e := newEngine(t, func(c *engine.Config) { c.StateRoot = true })
+	inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+		_, _, err := tx.Schedule(9, []byte("kept"))
+		require.NoError(t, err)
+	})
+	require.NoError(t, e.Close())
+	var b bytes.Buffer
+	require.NoError(t, e.WriteSnapshot(&b))
+	cfg := engine.DefaultConfig()
+	cfg.StateRoot = true
+	r, err := engine.Restore(cfg, &b)
+	require.NoError(t, err)
+	require.Equal(t, e.Root(), r.Root())
+	require.Equal(t, 1, r.Pending())
 }
 
 // A second audit round: Close from inside EndBlock is refused (it was
@@ -444,4 +491,26 @@ func TestProveOnlyTimers(t *testing.T) {
 	require.False(t, pending)
 	require.Zero(t, v)
 	require.Error(t, merkle.Verify(e.Root(), sched, nil, p))
+}
+
+// TestConfigIsCopied: the system deployers are consensus state. Neither the
+// slice given to New nor the one Config returns reaches the engine's.
+func TestConfigIsCopied(t *testing.T) {
+	other := engine.Address{0x77}
+	cfg := engine.DefaultConfig()
+	cfg.Policy = engine.PolicyLane
+	cfg.StateRoot = true
+	cfg.SystemDeployers = []engine.Address{sysS, other}
+	e, err := engine.New(cfg)
+	require.NoError(t, err)
+	root := e.Root()
+
+	cfg.SystemDeployers[0] = engine.Address{0x99} // the caller reuses its config
+	got := e.Config().SystemDeployers
+	got[0], got[1] = got[1], got[0] // and sorts the engine's for display
+	require.Equal(t, []engine.Address{sysS, other}, e.Config().SystemDeployers)
+	require.Equal(t, root, e.Root())
+	require.NoError(t, e.BeginBlock(1))
+	require.NoError(t, e.SystemUpdateConfig(sysS, e.LaneParams()), "the configured deployer still may")
+	require.ErrorIs(t, e.SystemUpdateConfig(engine.Address{0x99}, e.LaneParams()), engine.ErrNotSystem)
 }

@@ -53,9 +53,9 @@ var (
 var ErrSnapshot = errors.New("timerlane: bad snapshot")
 
 // WriteSnapshot writes the engine's state to w. It must be called between
-// blocks.
+// blocks, or after a Close made between blocks.
 func (e *Engine) WriteSnapshot(w io.Writer) error {
-	if e.phase != phaseIdle {
+	if e.phase != phaseIdle && (e.phase != phaseClosed || e.closedInBlock) {
 		return e.notIdle()
 	}
 	if w == nil {

@@ -82,9 +82,13 @@ func (tx Tx) Schedule(height uint64, payload []byte) (TimerID, Cost, error) {
 	return r.ID, r.Cost, err
 }
 
-// ScheduleFees is Schedule with CIP-1 §6's fee arguments (policy lane;
-// ErrNeedsLane otherwise; ErrInvalidFees for a Set bit or Tier that names
-// no field or tier). The lane's checks come after InvalidHandler, in
+// ScheduleFees is Schedule with CIP-1 §6's fee arguments: f.Set says
+// which fields are given, and the others take their defaults. f nil, or
+// with no Set bit, is Schedule under either policy; a Set bit needs policy
+// lane (ErrNeedsLane). ErrInvalidFees, naming what is wrong, refuses a Set
+// bit or Tier that names no field or tier, and a field with a value but
+// without its Set bit (the call would ignore it). The lane's checks come
+// after InvalidHandler, in
 // the order TimerArgDeprecated, GasLimitTooHigh, InvalidExpiry,
 // TimerRejectedBelowBasefee. A priority fee above max fee − basefee is
 // clamped, and the result says so (TimerPriorityClampedAtSchedule).
@@ -103,10 +107,10 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 	}
 	e := tx.e
 	if f != nil {
-		switch {
-		case !f.valid():
-			return ErrInvalidFees
-		case f.Set != 0 && e.cfg.Policy != PolicyLane:
+		if err := f.check(); err != nil {
+			return err
+		}
+		if f.Set != 0 && e.cfg.Policy != PolicyLane {
 			return ErrNeedsLane
 		}
 	}

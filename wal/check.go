@@ -31,6 +31,9 @@ import (
 // (a writer truncated a segment to roll back, or removed a file) is
 // ErrChanged instead: read again.
 func Check(fsys FS, dir string, opts Options) ([]*CorruptError, error) {
+	if err := checkDirName(dir); err != nil {
+		return nil, err
+	}
 	fsys = orOS(fsys)
 	before := dirState(fsys, dir)
 	bad, err := check(fsys, dir, opts)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -30,6 +31,9 @@ import (
 // With Options.ReadOnly it writes nothing at all. Other errors are the
 // filesystem's.
 func Open(fsys FS, dir string, opts Options) (*Log, error) {
+	if err := checkDirName(dir); err != nil {
+		return nil, err
+	}
 	fsys = orOS(fsys)
 	opts = opts.withDefaults()
 	if opts.ReadOnly {
@@ -65,6 +69,16 @@ func Open(fsys FS, dir string, opts Options) (*Log, error) {
 		go l.syncer(opts.Sync.interval)
 	}
 	return l, nil
+}
+
+// checkDirName refuses an empty directory name, which the filesystem
+// would take for the working directory: a log (and its LOCK file) written
+// where the node happened to start.
+func checkDirName(dir string) error {
+	if dir == "" {
+		return fmt.Errorf("wal: %w: the log's directory name is empty (\".\" names the working directory)", fs.ErrInvalid)
+	}
+	return nil
 }
 
 var errReadOnlyRepair = errors.New("wal: a repair writes: Options.Repair, or a call of Repair, with Options.ReadOnly")

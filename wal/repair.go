@@ -93,6 +93,9 @@ func (a RepairAction) String() string {
 // did (nothing, for a log that opens as it is), also reported through
 // Options.Logf.
 func Repair(fsys FS, dir string, opts Options) ([]RepairAction, error) {
+	if err := checkDirName(dir); err != nil {
+		return nil, err
+	}
 	fsys = orOS(fsys)
 	if opts.ReadOnly {
 		return nil, errReadOnlyRepair
