@@ -31,7 +31,12 @@ type Config struct {
 	CancelCycles   uint64 // CIP-5 §6.1: 500
 
 	// Policy decides what fires at end of block: PolicyFIFO (CIP-5) or
-	// PolicyLane (CIP-1), which runs fifo below ActivationHeight.
+	// PolicyLane (CIP-1), which runs fifo below ActivationHeight. Under
+	// PolicyFIFO the lane's fields, ActivationHeight included, are checked
+	// and unused (but state: a log written under fifo keeps them, and
+	// reopens only with the same). timerlane replay refuses an
+	// activation_height under fifo; the engine keeps accepting one, as
+	// logs written with one exist.
 	Policy           Policy
 	ActivationHeight uint64
 	InitialBasefee   Amount     // lane basefee of the first lane block (min_lane_basefee if that is above it)
@@ -72,6 +77,11 @@ type Config struct {
 	// by default it checks the last one's, which proves the state it
 	// recovers (timerlane verify sets it).
 	CheckEveryRoot bool
+	// Logf receives, one line a call, what the log does to its files on
+	// its own: what recovery cuts, removes or sets aside (a torn tail, a
+	// leftover temporary file, a damaged snapshot). Nil: log.Printf
+	// (wal.Options.Logf).
+	Logf func(format string, args ...any)
 }
 
 // Policy names an end-of-block policy.

@@ -145,6 +145,9 @@ func openFS(fsys vfs.FS, dir string, cfg Config, opts wal.Options) (*Engine, err
 	if opts.Sync == (wal.SyncPolicy{}) {
 		opts.Sync = cfg.Sync
 	}
+	if opts.Logf == nil {
+		opts.Logf = cfg.Logf
+	}
 	// Recovery replays at least the blocks a rollback may undo, so that
 	// the rollback history survives a restart: twice R, because a rollback
 	// of up to R blocks followed by a restart must still find R records
@@ -615,7 +618,12 @@ func (e *Engine) applyRecord(body []byte) error {
 // LogConfig reads, from the log in dir, the configuration its state was
 // written under (everything but the tier layout and the durability
 // options, which are not state), so that tools can open a log they did not
-// write: Open(dir, cfg) with it succeeds. It reads the log read-only
+// write: Open(dir, cfg) with it succeeds. The fields that are not state
+// are DefaultConfig's (the tier layout, RollbackDepth, Sync,
+// SnapshotEvery, SnapshotInline, CheckEveryRoot), except StateRoot, which
+// is on whatever the log was written with, so that the tools can prove
+// and check the state: a node that does not want the root's memory and
+// time sets it back. It reads the log read-only
 // (wal.Options.ReadOnly), writing nothing, and quietly: the Open that
 // follows reports a torn tail or a leftover temporary snapshot. It opens
 // under SyncEveryBlock, the strictest reading of a damaged tail

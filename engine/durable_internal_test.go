@@ -340,7 +340,12 @@ func TestLogConfig(t *testing.T) {
 		require.Equal(t, cfg.MaxTimersPerActor, got.MaxTimersPerActor)
 		require.Equal(t, cfg.ActivationHeight, got.ActivationHeight)
 		require.Equal(t, cfg.SystemDeployers, got.SystemDeployers)
-		// Not state: the opener's choice.
+		// Not state: DefaultConfig's, but the state root is on for tools.
+		def := DefaultConfig()
+		require.True(t, got.StateRoot)
+		require.Equal(t, [5]uint64{def.RingSize, def.EpochLength, def.EpochCount, def.RollbackDepth, def.SnapshotEvery},
+			[5]uint64{got.RingSize, got.EpochLength, got.EpochCount, got.RollbackDepth, got.SnapshotEvery})
+		// The opener's choice.
 		got.SnapshotEvery, got.RollbackDepth = cfg.SnapshotEvery, cfg.RollbackDepth
 		e, err := openFS(vfs.OS, dir, got, quietLog)
 		require.NoError(t, err)
@@ -354,6 +359,31 @@ func TestLogConfig(t *testing.T) {
 	}
 	_, err = LogConfig(t.TempDir())
 	require.Error(t, err)
+}
+
+// TestOpenLogf: what recovery does to the log's files goes to
+// Config.Logf, not to the process's global logger.
+func TestOpenLogf(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, DefaultConfig())
+	require.NoError(t, err)
+	require.NoError(t, e.BeginBlock(1))
+	_, err = e.EndBlock(nopExec{})
+	require.NoError(t, err)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Close())
+	leftover := filepath.Join(dir, "00000000000000000001.snap.tmp")
+	require.NoError(t, os.WriteFile(leftover, []byte("half a snapshot"), 0o644))
+
+	var lines []string
+	cfg := DefaultConfig()
+	cfg.Logf = func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	e, err = Open(dir, cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	require.Len(t, lines, 1)
+	require.Contains(t, lines[0], "00000000000000000001.snap.tmp")
+	require.NoFileExists(t, leftover)
 }
 
 // TestSnapshotStreams: the Commit that writes a snapshot inline

@@ -46,7 +46,7 @@ var (
 // fsync covers every block appended since the last. A block is durable once
 // a sync that covers it has returned: DurableHeight says which; Sync forces
 // one now. A failed background sync fails the log; the next call reports
-// it (Close, if none comes).
+// it (Close, if none comes). A d of 0 or less is SyncEveryBlock.
 func SyncInterval(d time.Duration) SyncPolicy {
 	if d <= 0 {
 		return SyncEveryBlock
