@@ -169,10 +169,17 @@ func fees(f *trace.Fee) (*engine.Fees, error) {
 // end, in ascending timer_id order. A system cancel's waits for the end
 // of its block, as a system op has no event of its own to print it at; so
 // does a collection made after fires (a payer that the fires before it
-// spent), which the held fires follow (flushEnd).
+// spent), which the held fires follow (flushEnd). A block below the
+// activation height runs fifo, which has no gc section: there the order
+// of events is the order things happened (FORMAT.md), and a system
+// cancel's event is printed as it happens.
 func (rn *runner) Collected(id engine.TimerID, why engine.GCReason) {
 	rn.events++
 	g := gcEvent{id, why}
+	if rn.eng.Height() < rn.cfg.ActivationHeight {
+		rn.printGC(g)
+		return
+	}
 	i, _ := slices.BinarySearchFunc(rn.sysGC, g, cmpGC)
 	rn.sysGC = slices.Insert(rn.sysGC, i, g)
 }

@@ -871,6 +871,11 @@ func (m *model) opSystem(o object) error {
 		if _, ok := s.pending[id]; ok {
 			delete(s.pending, id)
 			s.sysCancels = append(s.sysCancels, id)
+			if !m.laneActive(s.height) {
+				// A fifo block has no gc section: its events come in the
+				// order things happen (FORMAT.md).
+				m.emit(ordered{{"ev", "gc"}, {"height", s.height}, {"timer_id", id}, {"reason", "system_cancel"}})
+			}
 		}
 	case "extend":
 		if t, ok := s.pending[id]; ok && m.extendOK(t, expires) {
@@ -961,10 +966,7 @@ func (m *model) endFifo() error {
 	for _, t := range due {
 		delete(s.pending, t.id)
 	}
-	gcs := slices.Sorted(slices.Values(s.sysCancels))
-	for _, id := range gcs {
-		m.emit(ordered{{"ev", "gc"}, {"height", h}, {"timer_id", id}, {"reason", "system_cancel"}})
-	}
+	gcs := s.sysCancels // printed as they happened
 	for _, t := range due {
 		m.emit(m.fireEvent(t, m.cfg.fifoCap))
 		if _, _, err := m.runHandler(t, m.cfg.fifoCap); err != nil {
