@@ -285,6 +285,9 @@ func (f *Fees) check() error {
 // keeps a Fees for each timer that states any, and reads it at each end of
 // block at which the timer is due.
 type Fees struct {
+	// FeePayer pays the timer's fires. The engine does not check that
+	// it consented (it sees addresses only): the node must, before the
+	// call (docs/SPEC.md §12.1).
 	FeePayer       Address
 	Set            FeeField // which of the other fields were given
 	Tier           PriorityTier
