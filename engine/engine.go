@@ -930,6 +930,11 @@ type Timer struct {
 	Seq     uint64 // insertion order: FIFO among timers of one height
 	Handler string
 	Payload []byte // what the handler receives
+	// Fees are the fee fields the timer states (policy lane): those its
+	// schedule gave (a priority fee as clamped then, the deprecated bid
+	// dropped), and the expiry an extend set. Set says which; the others
+	// take their defaults when used (docs/SPEC.md §12.1).
+	Fees Fees
 }
 
 // Lookup returns the pending timer with the given id.
@@ -949,6 +954,9 @@ func (e *Engine) timer(i uint32) Timer {
 		t.Handler = string(handler)
 	}
 	t.Payload = append([]byte{}, payload...)
+	if f := e.feeOf(r); f != nil {
+		t.Fees = *f
+	}
 	return t
 }
 

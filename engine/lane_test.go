@@ -797,6 +797,8 @@ func TestLaneDeferredStayPending(t *testing.T) {
 	tm, ok := l.e.Lookup(b)
 	require.True(t, ok)
 	require.Equal(t, uint64(5), tm.Height)
+	require.Equal(t, engine.Fees{Set: engine.HasMaxFee | engine.HasExpiresAt, MaxFee: amount("10"), ExpiresAt: 5 + 2_592_000},
+		tm.Fees, "Lookup shows what the timer states, the extend's expiry included")
 }
 
 func withMinBasefee(p engine.LaneParams, s string) engine.LaneParams {

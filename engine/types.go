@@ -73,7 +73,10 @@ type Executor interface {
 
 // FireResult is the outcome of one fire, reported to an Observer.
 type FireResult struct {
-	Usage    Usage
+	Usage Usage
+	// Reverted: the handler's calls took no effect, because Execute
+	// returned an error (Err), panicked (Err matches ErrExecutorPanic),
+	// or reported a Usage above the Delivery's limits (Err nil).
 	Reverted bool
 	Err      error    // the handler's error, if it returned one
 	Fee      *FireFee // the lane's settlement; nil under fifo. Valid during the call only
