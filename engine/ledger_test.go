@@ -291,3 +291,43 @@ func TestLaneLedgerFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneLedgerFailureDurable: after a failed store fails an end of
+// block, a durable engine reopens at its last committed block, the timer
+// still pending, and the block runs again once the store works.
+func TestLaneLedgerFailureDurable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := engine.DefaultConfig()
+	cfg.Policy, cfg.StateRoot = engine.PolicyLane, true
+	led := &failingLedger{mem: engine.NewMemLedger()}
+	require.NoError(t, led.mem.Credit(actorA, amount("1000000000000000")))
+	open := func() *engine.Engine {
+		e, err := engine.Open(dir, cfg)
+		require.NoError(t, err)
+		e.SetLedger(led)
+		return e
+	}
+	e := open()
+	inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+		_, _, err := tx.Schedule(2, []byte("a"))
+		require.NoError(t, err)
+	})
+	root := e.Root()
+	require.NoError(t, e.BeginBlock(2))
+	led.op = "Debit"
+	_, err := e.EndBlock(&recorder{})
+	require.ErrorIs(t, err, errStore)
+	require.NoError(t, e.Close())
+
+	led.op = ""
+	e = open()
+	require.Equal(t, uint64(1), e.Height())
+	require.Equal(t, root, e.Root())
+	require.Equal(t, 1, e.Pending())
+	require.NoError(t, e.BeginBlock(2))
+	res, err := e.EndBlock(&recorder{})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Fired)
+	require.NoError(t, e.Commit())
+	require.NoError(t, e.Close())
+}
