@@ -54,6 +54,16 @@ type Config struct {
 	// undo entries and the records of the timers they removed: memory
 	// proportional to the timers those blocks changed.
 	RollbackDepth uint64
+	// RollbackBytes, if not 0, bounds the memory the handlers and
+	// payloads of those removed timers hold (counted in the payload
+	// pool's size classes, powers of two from 16 bytes): the oldest
+	// blocks leave the history early, and Rollback then reaches fewer
+	// than RollbackDepth blocks back (ErrRollbackTooDeep names the oldest
+	// target). Without it, a history of RollbackDepth blocks that each
+	// fired megabytes of payloads holds them all. What Rollback can reach
+	// is the node's matter, not consensus: no root or delivery depends
+	// on it.
+	RollbackBytes uint64
 
 	// Durability (used by Open only): when the write-ahead log fsyncs
 	// (default every block) and how many records lie between full

@@ -619,7 +619,7 @@ func (e *Engine) applyRecord(body []byte) error {
 // written under (everything but the tier layout and the durability
 // options, which are not state), so that tools can open a log they did not
 // write: Open(dir, cfg) with it succeeds. The fields that are not state
-// are DefaultConfig's (the tier layout, RollbackDepth, Sync,
+// are DefaultConfig's (the tier layout, RollbackDepth, RollbackBytes, Sync,
 // SnapshotEvery, SnapshotInline, CheckEveryRoot), except StateRoot, which
 // is on whatever the log was written with, so that the tools can prove
 // and check the state: a node that does not want the root's memory and

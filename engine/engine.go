@@ -208,7 +208,7 @@ func New(cfg Config) (*Engine, error) {
 		e.root = newStateRoot()
 	}
 	if cfg.RollbackDepth > 0 {
-		e.hist = &history{depth: cfg.RollbackDepth}
+		e.hist = &history{depth: cfg.RollbackDepth, maxBytes: cfg.RollbackBytes}
 	}
 	e.lane.onExpired = e.windowExpired
 	e.lane.onPruned = func(a uint32) { e.actors.unref(a) }
@@ -1053,6 +1053,10 @@ type Stats struct {
 	// records') that recovery compared with the state's: none for a log
 	// written with Config.StateRoot off, whose records store none.
 	RootsChecked int
+	// HistoryBytes is, with Config.RollbackBytes, what the handlers and
+	// payloads of the timers the rollback history holds take in the
+	// payload pool (at most RollbackBytes); 0 without it, uncounted.
+	HistoryBytes int
 }
 
 // Stats returns the current figures.
@@ -1066,5 +1070,8 @@ func (e *Engine) Stats() Stats {
 	s.Records = int(e.nrecs) - 1 - e.free.Len() // record 0 is never used
 	s.QueueRebuilds = e.rebuilds
 	s.RootsChecked = e.checked
+	if e.hist != nil {
+		s.HistoryBytes = int(e.hist.bytes)
+	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"unsafe"
 
+	"github.com/timerlane/timerlane/internal/bytepool"
 	"github.com/timerlane/timerlane/internal/prefetch"
 )
 
@@ -59,15 +60,22 @@ type histBlock struct {
 	ops      uint64 // its undo entries in history.ops
 	taken    uint64 // its taken timers in history.taken
 	expired  uint64 // its expired fairness entries in history.expired
+	// bytes is what the pool holds for the handlers and payloads of the
+	// timers it removed or fired, once sized (Config.RollbackBytes).
+	bytes uint64
+	sized bool
 }
 
 type history struct {
-	depth   uint64
-	blocks  fifoBuf[histBlock]
-	ops     chunkFIFO[undo]
-	taken   chunkFIFO[takenRec] // the timers taken to fire
-	expired fifoBuf[byte]       // appendFairEntry encodings
-	sched   fifoBuf[byte]
+	depth uint64
+	// maxBytes bounds the sized blocks' bytes (Config.RollbackBytes; 0:
+	// none); bytes is their sum.
+	maxBytes, bytes uint64
+	blocks          fifoBuf[histBlock]
+	ops             chunkFIFO[undo]
+	taken           chunkFIFO[takenRec] // the timers taken to fire
+	expired         fifoBuf[byte]       // appendFairEntry encodings
+	sched           fifoBuf[byte]
 }
 
 // fifoBuf is a buffer that grows at its end and is trimmed at its front,
@@ -226,41 +234,79 @@ func (e *Engine) windowExpired(height uint64, actor uint32, n uint64) {
 const trimAhead = 16
 
 // trimHist drops the blocks the history no longer needs: those at or below
-// height - depth. Their removed timers' records are freed.
+// height - depth, then, with Config.RollbackBytes, the oldest while the
+// payloads the blocks hold pass it. Their removed timers' records are
+// freed.
 func (e *Engine) trimHist() {
 	h := e.hist
 	if h == nil {
 		return
 	}
-	for h.blocks.len() > 0 {
-		b := h.blocks.at(0)
-		if e.height-b.to < h.depth { // b.to <= e.height; a sum could wrap near 2^64
-			break
-		}
-		end := h.end(0)
-		for span := range h.ops.segs(b.ops, end.ops) {
-			for k := range span {
-				// The block's entries are depth blocks old, long out of
-				// the cache: load them well ahead of the loop, from
-				// every other one: two entries are less than a line
-				// (TestUndoSize), so every line is hinted.
-				if k%2 == 0 && k+trimAhead < len(span) {
-					prefetch.Line(unsafe.Pointer(&span[k+trimAhead]))
-				}
-				if u := &span[k]; u.kind == undoCancel {
-					e.releaseHeld(u.rec, u.held())
-				}
+	// b.to <= e.height; a sum could wrap near 2^64.
+	for h.blocks.len() > 0 && e.height-h.blocks.at(0).to >= h.depth {
+		e.dropOldest()
+	}
+	if h.maxBytes == 0 {
+		return
+	}
+	for k := h.blocks.len() - 1; k >= 0 && !h.blocks.at(k).sized; k-- {
+		h.size(k)
+	}
+	for h.blocks.len() > 0 && h.bytes > h.maxBytes {
+		e.dropOldest()
+	}
+}
+
+// size counts what block k's removed and fired timers hold in the pool:
+// once the block is whole, its entries just written and in cache.
+func (h *history) size(k int) {
+	b := h.blocks.at(k)
+	end := h.end(k)
+	for span := range h.ops.segs(b.ops, end.ops) {
+		for i := range span {
+			if u := &span[i]; u.kind == undoCancel {
+				b.bytes += uint64(bytepool.SizeOf(u.held().data))
 			}
 		}
-		for span := range h.taken.segs(b.taken, end.taken) {
-			e.releaseTaken(span)
-		}
-		h.ops.trim(end.ops)
-		h.taken.trim(end.taken)
-		h.expired.trim(end.expired)
-		h.sched.trim(end.sched)
-		h.blocks.trim(h.blocks.abs(1))
 	}
+	for span := range h.taken.segs(b.taken, end.taken) {
+		for _, t := range span {
+			b.bytes += uint64(bytepool.SizeOf(t.held.data))
+		}
+	}
+	b.sized = true
+	h.bytes += b.bytes
+}
+
+// dropOldest drops the history's oldest block and frees its removed
+// timers' records.
+func (e *Engine) dropOldest() {
+	h := e.hist
+	b := h.blocks.at(0)
+	h.bytes -= b.bytes
+	end := h.end(0)
+	for span := range h.ops.segs(b.ops, end.ops) {
+		for k := range span {
+			// The block's entries are depth blocks old, long out of
+			// the cache: load them well ahead of the loop, from
+			// every other one: two entries are less than a line
+			// (TestUndoSize), so every line is hinted.
+			if k%2 == 0 && k+trimAhead < len(span) {
+				prefetch.Line(unsafe.Pointer(&span[k+trimAhead]))
+			}
+			if u := &span[k]; u.kind == undoCancel {
+				e.releaseHeld(u.rec, u.held())
+			}
+		}
+	}
+	for span := range h.taken.segs(b.taken, end.taken) {
+		e.releaseTaken(span)
+	}
+	h.ops.trim(end.ops)
+	h.taken.trim(end.taken)
+	h.expired.trim(end.expired)
+	h.sched.trim(end.sched)
+	h.blocks.trim(h.blocks.abs(1))
 }
 
 // releaseTaken frees the records of the fired timers of span, the common
@@ -303,7 +349,7 @@ func (e *Engine) Rollback(to uint64) error {
 		return fmt.Errorf("%w: rollback is off (Config.RollbackDepth 0)", ErrRollbackTooDeep)
 	}
 	if h.blocks.len() == 0 {
-		return fmt.Errorf("%w: rollback to block %d: no block since block %d was restored", ErrRollbackTooDeep, to, e.height)
+		return fmt.Errorf("%w: rollback to block %d at block %d: the history holds no block (none since the engine was restored or opened, or Config.RollbackBytes let none stay)", ErrRollbackTooDeep, to, e.height)
 	}
 	k := h.blocks.len() // the oldest block to undo
 	for k > 0 && h.blocks.at(k-1).to > to {
@@ -488,6 +534,7 @@ func (e *Engine) undoUndurable() {
 func (e *Engine) undoBlock(k int) error {
 	h := e.hist
 	b := *h.blocks.at(k)
+	h.bytes -= b.bytes
 	end := h.end(k)
 	for p := end.ops; p > b.ops; {
 		p--

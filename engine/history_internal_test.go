@@ -106,8 +106,14 @@ func creditAll(t testing.TB, e *Engine) {
 func TestRollback(t *testing.T) {
 	const depth = 12
 	for _, policy := range []Policy{PolicyFIFO, PolicyLane} {
-		for _, layout := range [][3]uint64{{2, 1, 1}, {16, 8, 3}, {4096, 1024, 64}} {
-			e, err := New(rollbackConfig(policy, layout, depth))
+		for _, tc := range []struct {
+			layout   [3]uint64
+			maxBytes uint64 // Config.RollbackBytes
+		}{{[3]uint64{2, 1, 1}, 0}, {[3]uint64{16, 8, 3}, 0}, {[3]uint64{4096, 1024, 64}, 0}, {[3]uint64{16, 8, 3}, 64}} {
+			layout := tc.layout
+			cfg := rollbackConfig(policy, layout, depth)
+			cfg.RollbackBytes = tc.maxBytes
+			e, err := New(cfg)
 			require.NoError(t, err)
 			creditAll(t, e)
 			c := newChain(t, e, policy, layout[0])
@@ -116,6 +122,9 @@ func TestRollback(t *testing.T) {
 			for len(c.steps) < 160 {
 				c.step()
 				top = max(top, e.Height())
+				if tc.maxBytes > 0 {
+					require.LessOrEqual(t, e.hist.bytes, tc.maxBytes)
+				}
 				if pick.IntN(6) != 0 || len(c.steps) < 3 {
 					continue
 				}
@@ -128,10 +137,11 @@ func TestRollback(t *testing.T) {
 				}
 				before, leaves := e.Root(), e.Leaves()
 				err := e.Rollback(target)
-				if top-target > depth && errors.Is(err, ErrRollbackTooDeep) {
+				if (top-target > depth || tc.maxBytes > 0) && errors.Is(err, ErrRollbackTooDeep) {
 					// Beyond the depth below the highest block reached, the
 					// engine may refuse (or still hold the blocks: it trims
-					// whole runs of empty blocks).
+					// whole runs of empty blocks); with a bound on the
+					// bytes held, also within it.
 					tooDeep++
 					require.Equal(t, before, e.Root())
 					require.ElementsMatch(t, leaves, e.Leaves())
@@ -177,7 +187,7 @@ func TestRollback(t *testing.T) {
 			// Rolled back in place unless two windows began (a window is
 			// one block under (2, 1, 1)); rebuilt otherwise.
 			inPlace := rollbacks - e.Stats().QueueRebuilds
-			t.Logf("%v %v: %d rollbacks, %d in place", policy, layout, rollbacks, inPlace)
+			t.Logf("%v %v, RollbackBytes %d: %d rollbacks, %d in place, %d too deep", policy, layout, tc.maxBytes, rollbacks, inPlace, tooDeep)
 			if layout[1] > 1 {
 				require.Positive(t, inPlace, "%v %v", policy, layout)
 			} else {

@@ -514,3 +514,57 @@ func TestConfigIsCopied(t *testing.T) {
 	require.NoError(t, e.SystemUpdateConfig(sysS, e.LaneParams()), "the configured deployer still may")
 	require.ErrorIs(t, e.SystemUpdateConfig(engine.Address{0x99}, e.LaneParams()), engine.ErrNotSystem)
 }
+
+// TestRollbackBytes: Config.RollbackBytes bounds what the history's
+// removed timers hold. Each block fires four timers of 1,000-byte payloads
+// (1 KiB each in the pool): a bound of 10,000 keeps two blocks, so a
+// rollback of two blocks is exact and one of three is too deep. The same
+// holds for a durable engine reopened.
+func TestRollbackBytes(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable %v", durable), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := engine.DefaultConfig()
+			cfg.StateRoot, cfg.RollbackBytes = true, 10_000
+			open := func() *engine.Engine {
+				if !durable {
+					e, err := engine.New(cfg)
+					require.NoError(t, err)
+					return e
+				}
+				e, err := engine.Open(dir, cfg)
+				require.NoError(t, err)
+				return e
+			}
+			e := open()
+			roots := map[uint64][32]byte{}
+			for h := uint64(1); h <= 10; h++ {
+				inBlock(t, e, h, actorA, func(tx engine.Tx) {
+					for k := range 4 {
+						payload := bytes.Repeat([]byte{byte(k)}, 1000)
+						_, _, err := tx.Schedule(h+1, payload)
+						require.NoError(t, err)
+					}
+				})
+				roots[h] = e.Root()
+				if h > 2 {
+					require.Equal(t, 8192, e.Stats().HistoryBytes, "block %d", h)
+				}
+			}
+			if durable {
+				require.NoError(t, e.Close())
+				e = open()
+				require.Equal(t, roots[10], e.Root())
+				require.LessOrEqual(t, e.Stats().HistoryBytes, 10_000)
+			}
+			err := e.Rollback(7)
+			require.ErrorIs(t, err, engine.ErrRollbackTooDeep)
+			require.ErrorContains(t, err, "the oldest block it can return to is 8")
+			require.Equal(t, roots[10], e.Root(), "a refused rollback changes nothing")
+			require.NoError(t, e.Rollback(8))
+			require.Equal(t, roots[8], e.Root())
+			require.Equal(t, 4, e.Pending())
+			require.NoError(t, e.Close())
+		})
+	}
+}

@@ -139,6 +139,15 @@ func (p *Pool) Load(ref uint32) (tag uint64, room []byte) {
 	return cl.tags[k][j], cl.chunks[k][off : off+cl.size : off+cl.size]
 }
 
+// SizeOf is the room of ref's item, the size of its class: the memory it
+// holds, read from the reference alone. SizeOf(0) is 0.
+func SizeOf(ref uint32) int {
+	if ref == 0 {
+		return 0
+	}
+	return 1 << (ref>>idxBits + minShift)
+}
+
 // Free releases ref for reuse. Free(0) does nothing.
 func (p *Pool) Free(ref uint32) {
 	if ref == 0 {

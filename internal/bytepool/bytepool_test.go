@@ -34,6 +34,9 @@ func TestClassBoundaries(t *testing.T) {
 		if got := 1 << (classOf(tc.n) + minShift); got != tc.classSize {
 			t.Errorf("class of %d has size %d, want %d", tc.n, got, tc.classSize)
 		}
+		if got := SizeOf(ref); got != tc.classSize {
+			t.Errorf("SizeOf(Alloc(%d)) = %d, want %d", tc.n, got, tc.classSize)
+		}
 		// The pool holds whole chunks of the class, at least one item,
 		// an 8-byte tag for each item, and its free list's room (two
 		// lists for a class of one-item chunks: free and bare).
@@ -56,6 +59,9 @@ func TestClassBoundaries(t *testing.T) {
 
 func TestEmptyReference(t *testing.T) {
 	var p Pool
+	if n := SizeOf(0); n != 0 {
+		t.Fatalf("SizeOf(0) = %d", n)
+	}
 	if b := get(&p, 0, 0); len(b) != 0 {
 		t.Fatalf("Get(0, 0) = %q", b)
 	}
