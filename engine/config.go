@@ -32,9 +32,10 @@ type Config struct {
 
 	// Policy decides what fires at end of block: PolicyFIFO (CIP-5) or
 	// PolicyLane (CIP-1), which runs fifo below ActivationHeight. Under
-	// PolicyFIFO the lane's fields, ActivationHeight included, are checked
-	// and unused (but state: a log written under fifo keeps them, and
-	// reopens only with the same). timerlane replay refuses an
+	// PolicyFIFO the lane's fields are checked and unused. ActivationHeight
+	// and InitialBasefee are state all the same: a log written under fifo
+	// reopens only with the same (ErrConfigMismatch); its Lane parameters
+	// are the log's, as under the lane. timerlane replay refuses an
 	// activation_height under fifo; the engine keeps accepting one, as
 	// logs written with one exist.
 	Policy           Policy

@@ -82,7 +82,7 @@ const (
 	phaseEnding              // EndBlock runs: only the handlers' own transactions call in
 	phaseEnded               // end of block done; commit next
 	phaseClosed              // Close was called: every call that changes state fails
-	phaseFailed              // a panic EndBlock does not recover (a Ledger's) left the block half done
+	phaseFailed              // an end of block failed half done: a Ledger's panic or error (ErrEndBlockFailed)
 )
 
 // Engine is the timer scheduler of one chain. It is not safe for concurrent
@@ -307,6 +307,11 @@ func (e *Engine) openTx(actor *Address, nonce uint64, handler bool) Tx {
 // due timer is still dealt with. An Observer that panics does not stop
 // the block either: EndBlock ends it, then panics with the Observer's
 // first panic value; Commit follows as usual.
+//
+// A Ledger that fails (an error other than those Ledger documents) stops
+// the block half done: EndBlock returns an error matching
+// ErrEndBlockFailed and the ledger's error (and naming the Observer's
+// panic, if one came first), and the engine takes no further block.
 func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	if e.phase != phaseTxs {
 		return BlockResult{}, e.notInTxs()
@@ -330,8 +335,13 @@ func (e *Engine) EndBlock(x Executor) (BlockResult, error) {
 	res := e.policy.endBlock(e, x, e.q.Take())
 	if err := e.lane.ledgerErr; err != nil {
 		// The node's account store failed mid-settlement: as for a
-		// Ledger's panic, the block is half done.
-		e.phase, e.obsPanic = phaseFailed, nil
+		// Ledger's panic, the block is half done. An Observer's panic
+		// is named, not raised: the engine's failure comes first.
+		e.phase = phaseFailed
+		if p := e.obsPanic; p != nil {
+			e.obsPanic = nil
+			return BlockResult{}, fmt.Errorf("%w: %w (and the Observer panicked first: %v)", ErrEndBlockFailed, err, p)
+		}
 		return BlockResult{}, fmt.Errorf("%w: %w", ErrEndBlockFailed, err)
 	}
 	res.Height, res.Pending = e.height, e.pending

@@ -65,7 +65,10 @@ var (
 	// EndBlock), or returned an error other than those Ledger documents
 	// (EndBlock returns it, matching both ErrEndBlockFailed and the
 	// Ledger's error). Reopen a durable engine from its log (the last
-	// committed block); build an in-memory one anew.
+	// committed block); build an in-memory one anew. The ledger keeps the
+	// operations the block made before the failure, and the Observer
+	// heard its fires: the node takes its ledger back to the last
+	// committed block too, as for a reorg, before the block runs again.
 	ErrEndBlockFailed = errors.New("timerlane: an end of block failed half done; the engine must be reopened")
 	// ErrExecutorPanic is matched by the FireResult.Err of a handler whose
 	// Execute panicked: the engine reverts it, as a handler that failed.

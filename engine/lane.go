@@ -420,7 +420,7 @@ func (s *laneState) payerAcct(c *cand) uint32 {
 
 // failLedger records that the ledger's op failed with err, which is not
 // one of the errors a Ledger documents: the end of block stops at its next
-// step, and EndBlock fails (Engine.ledgerFailure).
+// step and makes no further ledger call, and EndBlock fails.
 func (s *laneState) failLedger(op string, err error) {
 	if s.ledgerErr == nil {
 		s.ledgerErr = fmt.Errorf("the Ledger's %s failed: %w", op, err)
@@ -430,6 +430,9 @@ func (s *laneState) failLedger(op string, err error) {
 // burn destroys x. A sum of burns past 2^128-1 (ErrAmountOverflow) is the
 // ledger's to count; the tokens are gone either way.
 func (s *laneState) burn(x Amount) {
+	if s.ledgerErr != nil {
+		return // the store failed: nothing more is asked of it
+	}
 	if err := s.led.Burn(x); err != nil && !errors.Is(err, ErrAmountOverflow) {
 		s.failLedger("Burn", err)
 	}

@@ -177,13 +177,22 @@ var errStore = errors.New("account store: disk I/O error")
 // the account who (any account if zero). With accounts it also offers the
 // account-number operations, failing alike.
 type failingLedger struct {
-	mem *engine.MemLedger
-	op  string
-	who engine.Address
+	mem    *engine.MemLedger
+	op     string
+	who    engine.Address
+	failed bool // it has failed once
+	after  int  // operations asked of it after its failure
 }
 
 func (l *failingLedger) fails(op string, a engine.Address) bool {
-	return op == l.op && (l.who == engine.Address{} || a == l.who)
+	if l.failed {
+		l.after++
+	}
+	if op == l.op && (l.who == engine.Address{} || a == l.who) {
+		l.failed = true
+		return true
+	}
+	return false
 }
 
 func (l *failingLedger) Balance(a engine.Address) engine.Amount { return l.mem.Balance(a) }
@@ -217,8 +226,10 @@ func (l accountFailingLedger) BalanceOf(n uint32) engine.Amount        { return 
 
 // failsAccount is fails for account n.
 func (l accountFailingLedger) failsAccount(op string, n uint32) bool {
-	w, ok := l.mem.Account(l.who)
-	return op == l.op && (l.who == engine.Address{} || ok && n == w)
+	if w, ok := l.mem.Account(l.who); l.who != (engine.Address{}) && (!ok || n != w) {
+		return l.fails(op, engine.Address{1, 2, 3}) // not the account that fails
+	}
+	return l.fails(op, l.who)
 }
 
 func (l accountFailingLedger) DebitAccount(n uint32, x engine.Amount) error {
@@ -287,47 +298,76 @@ func TestLaneLedgerFailure(t *testing.T) {
 				for _, line := range l.log.lines {
 					require.NotContains(t, line, "insufficient_funds", "a failed store is no payer's want of funds")
 				}
+				require.Zero(t, led.after, "nothing is asked of a failed store")
 			})
 		}
 	}
 }
 
-// TestLaneLedgerFailureDurable: after a failed store fails an end of
-// block, a durable engine reopens at its last committed block, the timer
-// still pending, and the block runs again once the store works.
+// TestLaneLedgerFailureDurable: a store that fails after the block charged
+// a payer (its refund's credit fails) fails the end of block. The durable
+// engine reopens at its last committed block, the timer still pending;
+// the node takes its ledger back to that block too, and the block runs
+// again as if it had never failed: the payer is charged once.
 func TestLaneLedgerFailureDurable(t *testing.T) {
-	dir := t.TempDir()
-	cfg := engine.DefaultConfig()
-	cfg.Policy, cfg.StateRoot = engine.PolicyLane, true
+	run := func(dir string, fail bool) engine.Amount {
+		cfg := engine.DefaultConfig()
+		cfg.Policy, cfg.StateRoot = engine.PolicyLane, true
+		led := &failingLedger{mem: engine.NewMemLedger()}
+		require.NoError(t, led.mem.Credit(actorA, amount("1000000000000000")))
+		open := func() *engine.Engine {
+			e, err := engine.Open(dir, cfg)
+			require.NoError(t, err)
+			e.SetLedger(led)
+			return e
+		}
+		x := &recorder{hook: func(engine.Tx, *engine.Delivery) (engine.Usage, error) {
+			return engine.Usage{Cycles: 100}, nil // leaves a refund
+		}}
+		e := open()
+		inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+			_, _, err := tx.Schedule(2, []byte("a"))
+			require.NoError(t, err)
+		})
+		if fail {
+			committed, root := led.mem.Clone(), e.Root()
+			require.NoError(t, e.BeginBlock(2))
+			led.op, led.who = "Credit", actorA
+			_, err := e.EndBlock(x)
+			require.ErrorIs(t, err, errStore)
+			require.NoError(t, e.Close())
+			require.NotEqual(t, committed.Balance(actorA), led.mem.Balance(actorA), "the charge was made")
+
+			led.mem, led.op = committed, "" // the node's ledger, back at block 1
+			e = open()
+			require.Equal(t, uint64(1), e.Height())
+			require.Equal(t, root, e.Root())
+			require.Equal(t, 1, e.Pending())
+		}
+		require.NoError(t, e.BeginBlock(2))
+		res, err := e.EndBlock(x)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Fired)
+		require.NoError(t, e.Commit())
+		require.NoError(t, e.Close())
+		return led.mem.Balance(actorA)
+	}
+	require.Equal(t, run(t.TempDir(), false), run(t.TempDir(), true))
+}
+
+// TestLaneLedgerFailureAfterObserverPanic: an Observer's panic earlier in a
+// block whose ledger then fails is named in EndBlock's error, not lost.
+func TestLaneLedgerFailureAfterObserverPanic(t *testing.T) {
+	l := newLane(t, nil)
 	led := &failingLedger{mem: engine.NewMemLedger()}
 	require.NoError(t, led.mem.Credit(actorA, amount("1000000000000000")))
-	open := func() *engine.Engine {
-		e, err := engine.Open(dir, cfg)
-		require.NoError(t, err)
-		e.SetLedger(led)
-		return e
-	}
-	e := open()
-	inBlock(t, e, 1, actorA, func(tx engine.Tx) {
-		_, _, err := tx.Schedule(2, []byte("a"))
-		require.NoError(t, err)
-	})
-	root := e.Root()
-	require.NoError(t, e.BeginBlock(2))
-	led.op = "Debit"
-	_, err := e.EndBlock(&recorder{})
+	l.e.SetLedger(led)
+	l.block(1, actorA, func(tx engine.Tx) { l.schedule(tx, 2, "a", engine.Fees{}) })
+	l.e.SetObserver(observerFunc(func(*engine.Delivery, engine.FireResult) { panic("observer bug") }))
+	require.NoError(t, l.e.BeginBlock(2))
+	led.op = "Burn" // at the block's end, after the fire
+	_, err := l.e.EndBlock(l.x)
+	require.ErrorIs(t, err, engine.ErrEndBlockFailed)
 	require.ErrorIs(t, err, errStore)
-	require.NoError(t, e.Close())
-
-	led.op = ""
-	e = open()
-	require.Equal(t, uint64(1), e.Height())
-	require.Equal(t, root, e.Root())
-	require.Equal(t, 1, e.Pending())
-	require.NoError(t, e.BeginBlock(2))
-	res, err := e.EndBlock(&recorder{})
-	require.NoError(t, err)
-	require.Equal(t, 1, res.Fired)
-	require.NoError(t, e.Commit())
-	require.NoError(t, e.Close())
+	require.ErrorContains(t, err, "observer bug")
 }

@@ -299,6 +299,11 @@ func (g *generator) block(h uint64) {
 		b = append(b, field{"proposer", pick(g, genProposer, genPayers[0])})
 	}
 	g.emit(b)
+	if g.opt.Lane && g.chance(0.2) {
+		// Before the transactions too: a fifo-phase block prints a system
+		// cancel's gc event where it happens, a lane block at its end.
+		g.system()
+	}
 	for range pick(g, 0, 1, 1, 2, 3) {
 		g.tx(h)
 	}
