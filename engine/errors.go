@@ -4,7 +4,10 @@ import "errors"
 
 // CallError is the failure of a schedule or cancel call. Its Name is the
 // error name of the conformance contract (FORMAT.md) and is what consensus
-// sees; compare with errors.Is against the Err* values.
+// sees; compare with errors.Is against the Err* values. A call returns the
+// sentinel itself, not a copy naming the values it judged (the height,
+// the size, the id: the caller has them), so that a refused call, which
+// a spammer can repeat at will, allocates nothing.
 type CallError struct {
 	name, text string
 }
