@@ -58,9 +58,10 @@ type Config struct {
 	// RollbackBytes, if not 0, bounds the memory the handlers and
 	// payloads of those removed timers hold (counted in the payload
 	// pool's size classes, powers of two from 16 bytes): the oldest
-	// blocks leave the history early, and Rollback then reaches fewer
-	// than RollbackDepth blocks back (ErrRollbackTooDeep names the oldest
-	// target). Without it, a history of RollbackDepth blocks that each
+	// blocks but the newest leave the history early, and Rollback then
+	// reaches fewer than RollbackDepth blocks back (ErrRollbackTooDeep
+	// names the oldest target). The newest block stays whatever it holds,
+	// so one block's payloads may pass the bound until the next Commit. Without it, a history of RollbackDepth blocks that each
 	// fired megabytes of payloads holds them all. What Rollback can reach
 	// is the node's matter, not consensus: no root or delivery depends
 	// on it.

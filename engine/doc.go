@@ -31,8 +31,9 @@
 // beside a running node. With Config.StateRoot, [Engine.Root] is a Merkle
 // root over every pending timer and the scheduler's state, and
 // [Engine.Prove] proves a timer pending or not. [Engine.Rollback] returns
-// the engine to any of its last Config.RollbackDepth blocks, log
-// included, for a reorg. An Engine is not safe for concurrent use.
+// the engine to any of its last Config.RollbackDepth blocks (fewer when
+// Config.RollbackBytes bounds the history's payloads), log included, for
+// a reorg. An Engine is not safe for concurrent use.
 //
 // Underneath, timers live in a three-tier calendar queue (a block ring, epoch
 // slabs and a B-tree for the far future) over fixed-size slots addressed by

@@ -361,6 +361,53 @@ func TestLogConfig(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestFailedCommitUndoesABigBlock: a block whose payloads alone pass
+// Config.RollbackBytes stays in the history, so a Commit whose record the
+// log fails to write still takes the engine back to the durable block
+// (found by session 46's review: the bound had dropped the block itself).
+func TestFailedCommitUndoesABigBlock(t *testing.T) {
+	for _, maxBytes := range []uint64{0, 5000} {
+		t.Run(fmt.Sprintf("RollbackBytes %d", maxBytes), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.StateRoot, cfg.RollbackBytes = true, maxBytes
+			var failing atomic.Bool
+			inj := errorfs.Func(func(op errorfs.Op) errorfs.Fault {
+				if failing.Load() && errorfs.Writes.Has(op.Kind) {
+					return errorfs.Fault{Err: errorfs.EIO}
+				}
+				return errorfs.Fault{}
+			})
+			e, err := openFS(errorfs.Wrap(vfs.NewMem(), inj), "db", cfg, quietLog)
+			require.NoError(t, err)
+			for h := uint64(1); h <= 5; h++ {
+				require.NoError(t, e.BeginBlock(h))
+				if h == 5 { // four 2,000-byte payloads (2 KiB each in the pool), due at 6
+					tx, err := e.Begin(Address{1}, 1)
+					require.NoError(t, err)
+					for k := range 4 {
+						_, _, err := tx.Schedule(6, bytes.Repeat([]byte{byte(k)}, 2000))
+						require.NoError(t, err)
+					}
+					require.NoError(t, tx.Commit())
+				}
+				_, err := e.EndBlock(nopExec{})
+				require.NoError(t, err)
+				require.NoError(t, e.Commit())
+			}
+			root := e.Root()
+			require.NoError(t, e.BeginBlock(6))
+			res, err := e.EndBlock(nopExec{})
+			require.NoError(t, err)
+			require.Equal(t, 4, res.Fired)
+			failing.Store(true)
+			require.ErrorIs(t, e.Commit(), ErrLogFailed)
+			require.Equal(t, uint64(5), e.Height(), "back to the durable block (SPEC §13)")
+			require.Equal(t, root, e.Root())
+			require.Equal(t, 4, e.Pending())
+		})
+	}
+}
+
 // TestOpenLogf: what recovery does to the log's files goes to
 // Config.Logf, not to the process's global logger.
 func TestOpenLogf(t *testing.T) {

@@ -55,15 +55,15 @@ var ErrRollbackTooDeep = errors.New("timerlane: rollback beyond the blocks the e
 type histBlock struct {
 	from, to uint64 // the heights it covers
 	first    bool   // nothing was committed before it
+	sized    bool   // bytes is counted (Config.RollbackBytes)
 	records  uint64 // log records before it
 	sched    uint64 // its scheduler encoding in history.sched
 	ops      uint64 // its undo entries in history.ops
 	taken    uint64 // its taken timers in history.taken
 	expired  uint64 // its expired fairness entries in history.expired
 	// bytes is what the pool holds for the handlers and payloads of the
-	// timers it removed or fired, once sized (Config.RollbackBytes).
+	// timers it removed or fired, once sized.
 	bytes uint64
-	sized bool
 }
 
 type history struct {
@@ -234,9 +234,11 @@ func (e *Engine) windowExpired(height uint64, actor uint32, n uint64) {
 const trimAhead = 16
 
 // trimHist drops the blocks the history no longer needs: those at or below
-// height - depth, then, with Config.RollbackBytes, the oldest while the
-// payloads the blocks hold pass it. Their removed timers' records are
-// freed.
+// height - depth, then, with Config.RollbackBytes, the oldest but the
+// newest while the payloads the blocks hold pass it. Their removed timers'
+// records are freed. The newest block stays, whatever it holds: a Commit
+// whose record the log fails to write undoes it (undoUndurable), and
+// Rollback(height-1) stays possible.
 func (e *Engine) trimHist() {
 	h := e.hist
 	if h == nil {
@@ -252,7 +254,7 @@ func (e *Engine) trimHist() {
 	for k := h.blocks.len() - 1; k >= 0 && !h.blocks.at(k).sized; k-- {
 		h.size(k)
 	}
-	for h.blocks.len() > 0 && h.bytes > h.maxBytes {
+	for h.blocks.len() > 1 && h.bytes > h.maxBytes {
 		e.dropOldest()
 	}
 }
@@ -324,7 +326,9 @@ func (e *Engine) releaseTaken(span []takenRec) {
 // committed block to: its timers, its scheduler state and its root are
 // exactly what they were then. It undoes up to Config.RollbackDepth
 // blocks: the target can be any block from the highest height reached
-// minus RollbackDepth on (ErrRollbackTooDeep for older ones; an engine opened
+// minus RollbackDepth on, or from a later one when Config.RollbackBytes let
+// older blocks go (ErrRollbackTooDeep for older ones, naming the oldest
+// target; an engine opened
 // on a directory reaches back over the records it recovered: the log keeps
 // those of every such target, see docs/SPEC.md §14). An engine
 // with a log truncates it to the same block, so that reopening recovers
