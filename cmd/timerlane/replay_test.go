@@ -34,6 +34,8 @@ func TestReplayTraceErrors(t *testing.T) {
 		{"unknown op", `{"op":"jump"}`, `line 1: unknown op "jump"`},
 		{"missing op", `{"height":1}`, `line 1: missing "op"`},
 		{"unknown field", `{"op":"block","height":1,"colour":"red"}`, `line 1: op block: unknown field "colour"`},
+		// The empty key is a key like any other (found by FuzzReplayMatchesModel).
+		{"empty field name", `{"op":"config","":10}`, `line 1: op config: unknown field ""`},
 		{"repeated key", `{"op":"block","height":1,"height":2}`, `line 1: repeated key "height"`},
 		{"wrong type", `{"op":"block","height":"1"}`, "line 1: height: must be an integer, not a string"},
 		{"object for an integer", `{"op":"block","height":{}}`, "line 1: height: must be an integer, not an object"},

@@ -122,14 +122,15 @@ func (o *object) get(k string) (json.RawMessage, bool) {
 	return v, ok
 }
 
-// unknown returns the first key that no reader asked for.
-func (o *object) unknown() string {
+// unknown returns the first key that no reader asked for, if any ("" is
+// a key like any other, and unknown).
+func (o *object) unknown() (string, bool) {
 	for _, k := range o.keys {
 		if !o.used[k] {
-			return k
+			return k, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 func typeName(v json.RawMessage) string {

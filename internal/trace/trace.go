@@ -252,7 +252,7 @@ func (t *Reader) parse(line []byte) (*Op, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
-	if k := o.unknown(); k != "" {
+	if k, ok := o.unknown(); ok {
 		return nil, fmt.Errorf("op %s: unknown field %q", kind, short(k))
 	}
 	return op, nil
@@ -476,7 +476,7 @@ func parseCall(raw json.RawMessage, index int, lane, script bool) (Call, error) 
 	if p.err != nil {
 		return c, p.err
 	}
-	if k := o.unknown(); k != "" {
+	if k, ok := o.unknown(); ok {
 		return c, fmt.Errorf("call %s: unknown field %q", c.Kind, short(k))
 	}
 	return c, nil
@@ -514,7 +514,7 @@ func (p *fields) system(o *object) *SystemCall {
 		if cp.err != nil && p.err == nil {
 			p.err = cp.err
 		}
-		if k := co.unknown(); k != "" && p.err == nil {
+		if k, ok := co.unknown(); ok && p.err == nil {
 			p.err = fmt.Errorf("config: unknown field %q", short(k))
 		}
 	default:
@@ -582,7 +582,7 @@ func (p *fields) config(o *object, update bool) *Config {
 		}
 		if mp.err != nil {
 			p.err = mp.err
-		} else if k := mo.unknown(); k != "" {
+		} else if k, ok := mo.unknown(); ok {
 			p.fail("priority_tier_multipliers", fmt.Errorf("unknown tier %q", short(k)))
 		}
 	}

@@ -419,3 +419,53 @@ func TestIndependent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReplayMatchesModel mutates traces, the project's and generated ones,
+// and requires the replay and the model to agree on each: the same events
+// and, for a trace error, the same line. Traces that reach heights past
+// fuzzMaxHeight are skipped: the model runs rollbacks and lane blocks one
+// block at a time.
+func FuzzReplayMatchesModel(f *testing.F) {
+	for _, dir := range []string{"../../testdata/fifo", "../../testdata/lane"} {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.trace.jsonl"))
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	for i := range uint64(8) {
+		f.Add(tracemodel.Generate(i, tracemodel.GenOptions{Lane: i%2 == 1, Tight: i%4 == 3, Far: i%4 == 2}))
+	}
+	f.Fuzz(func(t *testing.T, trace []byte) {
+		if reachesFar(trace) {
+			t.Skip()
+		}
+		if d := difference(runEngine(trace), runModel(trace)); d != "" {
+			t.Fatalf("%s\ntrace:\n%s", d, trace)
+		}
+	})
+}
+
+// fuzzMaxHeight bounds the heights a fuzzed trace may reach.
+const fuzzMaxHeight = 100_000
+
+// reachesFar reports whether a block, advance or rollback op of trace
+// names a height past fuzzMaxHeight.
+func reachesFar(trace []byte) bool {
+	for _, line := range bytes.Split(trace, []byte("\n")) {
+		var op map[string]json.RawMessage
+		if json.Unmarshal(line, &op) != nil {
+			continue
+		}
+		for _, key := range []string{"height", "to"} {
+			var n json.Number
+			if v, ok := op[key]; ok && json.Unmarshal(v, &n) == nil {
+				if f, err := n.Float64(); err == nil && f > fuzzMaxHeight {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
