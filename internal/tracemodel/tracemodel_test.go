@@ -448,7 +448,7 @@ func FuzzReplayMatchesModel(f *testing.F) {
 }
 
 // fuzzMaxHeight bounds the heights a fuzzed trace may reach.
-const fuzzMaxHeight = 100_000
+const fuzzMaxHeight = 2_000
 
 // reachesFar reports whether a block, advance or rollback op of trace
 // names a height past fuzzMaxHeight.
