@@ -60,11 +60,12 @@ type Config struct {
 	// pool's size classes, powers of two from 16 bytes): the oldest
 	// blocks but the newest leave the history early, and Rollback then
 	// reaches fewer than RollbackDepth blocks back (ErrRollbackTooDeep
-	// names the oldest target). The newest block stays whatever it holds,
-	// so one block's payloads may pass the bound until the next Commit. Without it, a history of RollbackDepth blocks that each
-	// fired megabytes of payloads holds them all. What Rollback can reach
-	// is the node's matter, not consensus: no root or delivery depends
-	// on it.
+	// names the oldest target). The newest block stays whatever it
+	// holds, so one block's payloads may pass the bound until the next
+	// Commit. Without it, a history of RollbackDepth blocks that each
+	// fired megabytes of payloads holds them all. What Rollback can
+	// reach is the node's matter, not consensus: no root or delivery
+	// depends on it.
 	RollbackBytes uint64
 
 	// Durability (used by Open only): when the write-ahead log fsyncs

@@ -245,15 +245,10 @@ const (
 	allFeeFields = HasBid<<1 - 1
 )
 
-// valid reports whether f names only defined fields and, if it states a
-// tier, one of the four: what a snapshot or log record can hold back.
-func (f *Fees) valid() bool {
-	return f.Set&^allFeeFields == 0 && (f.Set&HasTier == 0 || f.Tier <= Urgent)
-}
-
-// check is ErrInvalidFees, saying what is wrong, for arguments that are
-// not valid or that give a field a value without its Set bit (a value the
-// call would ignore: most likely a forgotten bit); else nil.
+// check is ErrInvalidFees, saying what is wrong, for arguments that name
+// a field or tier that does not exist (which a snapshot or log record
+// could not hold back), or that give a field a value without its Set bit
+// (a value the call would ignore: most likely a forgotten bit); else nil.
 func (f *Fees) check() error {
 	var stray string
 	switch set := f.Set; {
