@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -377,6 +378,19 @@ func (p *fields) amountPtr(k string) *string {
 	return &s
 }
 
+// bidPtr reads the deprecated bid: a decimal string, as FORMAT.md spells
+// every token amount, or a JSON integer, as CIP-5 §9.7 types it. FORMAT.md
+// gives bid no type of its own and its value is never used (docs/SPEC.md
+// §11): either spelling is accepted, and nothing else.
+func (p *fields) bidPtr() *string {
+	v, ok := p.o.vals["bid"]
+	if !ok || len(v) == 0 || v[0] == '"' {
+		return p.amountPtr("bid")
+	}
+	s := strconv.FormatUint(p.int("bid", true), 10)
+	return &s
+}
+
 func (p *fields) calls(lane, script bool) []Call {
 	v, ok := p.raw("calls", !script)
 	if !ok || p.err != nil {
@@ -445,7 +459,7 @@ func parseCall(raw json.RawMessage, index int, lane, script bool) (Call, error) 
 			f.ExpiresAt = p.intPtr("expires_at")
 			f.MaxFee = p.amountPtr("max_fee_per_cycle")
 			f.MaxPriorityFee = p.amountPtr("max_priority_fee_per_cycle")
-			f.Bid = p.amountPtr("bid")
+			f.Bid = p.bidPtr()
 			if o.has("priority_tier") {
 				f.PriorityTier = p.str("priority_tier", true)
 				if p.err == nil && !contains(tiers, f.PriorityTier) {

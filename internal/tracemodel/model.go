@@ -561,7 +561,14 @@ func (m *model) parseCall(r *reader, name string, v any, inScript bool) call {
 				o.failf("priority_tier", "%q: not a tier", tier)
 			}
 		}
-		_, c.bid = o.amount("bid")
+		// bid: a decimal string or a JSON integer (SPEC §11); never used.
+		if v, ok := o.m["bid"]; ok {
+			if _, isStr := v.(string); isStr {
+				_, c.bid = o.amount("bid")
+			} else {
+				_, c.bid = o.int("bid")
+			}
+		}
 	case "cancel", "extend":
 		if kind == "extend" {
 			if !m.cfg.lane {
