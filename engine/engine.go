@@ -941,8 +941,9 @@ type Timer struct {
 	Handler string
 	Payload []byte // what the handler receives
 	// Fees are the fee fields the timer states (policy lane): those its
-	// schedule gave (a priority fee as clamped then, the deprecated bid
-	// dropped), and the expiry an extend set. Set says which; the others
+	// schedule gave (a priority fee as its tier scaled and the clamp
+	// lowered it then, the deprecated bid dropped), and the expiry an
+	// extend set. Set says which; the others
 	// take their defaults when used (docs/SPEC.md §12.1).
 	Fees Fees
 }

@@ -199,7 +199,10 @@ func (l *MemLedger) Clone() *MemLedger {
 }
 
 // PriorityTier is CIP-1 §7.3's priority hint: a multiplier, from the
-// governance config, on the timer's priority fee.
+// governance config, on the timer's priority fee. It is applied once, at
+// the schedule, to the stated priority fee or without one to the default
+// agent's (the previous block's p50), and the timer then states the
+// result (docs/SPEC.md §12.2).
 type PriorityTier uint8
 
 // The tiers; the zero value is Standard.

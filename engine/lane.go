@@ -455,39 +455,23 @@ func (s *laneState) credit(acct uint32, a *Address, x Amount) error {
 	return s.led.Credit(*a, x)
 }
 
-// bid prices timer r for this block: stated fees first, else the actor's
-// custom agent, else the default agent (CIP-1 §7), whose bid def is;
-// then the tier's multiplier on the priority fee.
-func (e *Engine) bid(r *rec, f *Fees, def *Bid) Bid {
+// agentBid prices timer r, which states no fee, for this block: its
+// actor's custom agent, else the default agent (CIP-1 §7), whose bid def
+// is. (A priority tier became a stated fee at the schedule: §12.2.)
+func (e *Engine) agentBid(r *rec, def *Bid) Bid {
 	s := &e.lane
-	b := *def
-	var set FeeField
-	if f != nil {
-		set = f.Set
+	actor := e.actors.at(r.actor).addr
+	g, ok := s.agents[actor]
+	if !ok {
+		return *def
 	}
-	switch {
-	case set&(HasMaxFee|HasMaxPriorityFee) != 0:
-		b = statedBid(f, def)
-	case len(s.agents) > 0:
-		actor := e.actors.at(r.actor).addr
-		if g, ok := s.agents[actor]; ok {
-			c := &s.ctx
-			*c = BidContext{
-				TimerID: r.id, Actor: actor, TriggerHeight: r.height, CurrentHeight: e.height,
-				BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
-				OwnerBalance: s.led.Balance(actor),
-			}
-			b = callAgent(g, c, *def)
-		}
+	c := &s.ctx
+	*c = BidContext{
+		TimerID: r.id, Actor: actor, TriggerHeight: r.height, CurrentHeight: e.height,
+		BasefeeCycle: s.basefee, BasefeeLaneTimer: s.basefee, LastBlockCycleUsage: s.lastCycles, PrevP50Tip: s.p50,
+		OwnerBalance: s.led.Balance(actor),
 	}
-	tier := Standard
-	if set&HasTier != 0 {
-		tier = f.Tier
-	}
-	if m := s.params.TierMultipliers[tier]; m != 1000 { // 1000 per mille: a division saved
-		b.MaxPriorityFee, _ = u128.MulDiv64(b.MaxPriorityFee, m, 1000)
-	}
-	return b
+	return callAgent(g, c, *def)
 }
 
 // statedBid is def with the fees f states in place of its own.
@@ -661,7 +645,6 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	cands, gcs, keys := s.cands[:0], s.gcs[:0], s.keys[:0]
 	minGas := uint64(math.MaxUint64)
 	def := defaultBid(s.basefee, s.p50)
-	plainStd := p.TierMultipliers[Standard] == 1000
 	// W, the available funds and the fire counts are kept by actor index,
 	// payers' and timers' alike; no actor is added before the fires. They
 	// are slabs, which grow a chunk at a time: slices grown by append
@@ -691,12 +674,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if f != nil && f.Set&HasGasLimit != 0 {
 			gas = f.GasLimit
 		}
-		// Stated fees at the standard tier, the common case, go round bid.
-		var b Bid
-		if f != nil && f.Set&(HasMaxFee|HasMaxPriorityFee) != 0 && f.Set&HasTier == 0 && plainStd {
+		// Stated fees beat the actor's agent (docs/SPEC.md §12.3).
+		b := def
+		switch {
+		case f != nil && f.Set&(HasMaxFee|HasMaxPriorityFee) != 0:
 			b = statedBid(f, &def)
-		} else {
-			b = e.bid(r, f, &def)
+		case len(s.agents) > 0:
+			b = e.agentBid(r, &def)
 		}
 		if b.MaxFee.Cmp(s.basefee) < 0 {
 			s.reasons[k] = BelowBasefee

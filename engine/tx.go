@@ -202,13 +202,28 @@ func (e *Engine) checkFees(height uint64, f *Fees, out *Scheduled) (Fees, error)
 	}
 	kept := *f
 	kept.Set &^= HasBid
-	if f.Set&HasMaxPriorityFee != 0 {
+	if f.Set&HasTier != 0 {
+		// CIP-1 §7.3: the tier hint expands, at the call, to a priority
+		// fee of its multiplier times the stated one, or without one the
+		// default agent's now (the previous block's p50), which the timer
+		// then states (docs/SPEC.md §12.2).
+		tip := e.lane.p50
+		if f.Set&HasMaxPriorityFee != 0 {
+			tip = f.MaxPriorityFee
+		}
+		if m := p.TierMultipliers[f.Tier]; m != 1000 {
+			tip, _ = u128.MulDiv64(tip, m, 1000)
+		}
+		kept.MaxPriorityFee = tip
+		kept.Set |= HasMaxPriorityFee
+	}
+	if kept.Set&HasMaxPriorityFee != 0 {
 		maxFee := u128.SatMul64(base, 2) // the default agent's, when none is stated
 		if f.Set&HasMaxFee != 0 {
 			maxFee = f.MaxFee
 		}
-		if bound := maxFee.Sub(base); f.MaxPriorityFee.Cmp(bound) > 0 {
-			out.Clamped, out.StatedPriorityFee, out.ClampedPriorityFee = true, f.MaxPriorityFee, bound
+		if bound := maxFee.Sub(base); kept.MaxPriorityFee.Cmp(bound) > 0 {
+			out.Clamped, out.StatedPriorityFee, out.ClampedPriorityFee = true, kept.MaxPriorityFee, bound
 			kept.MaxPriorityFee = bound
 		}
 	}

@@ -89,8 +89,8 @@ type candidate struct {
 
 type collection struct{ id, reason string }
 
-// bid is the timer's (max fee, tip) at block h (SPEC §12.3), before the
-// tier's multiplier.
+// bid is the timer's (max fee, tip) at block h (SPEC §12.3); a tier was
+// applied at the schedule.
 func (m *model) bid(t timer, h uint64) (*big.Int, *big.Int) {
 	s := &m.s
 	if t.maxFee != nil || t.tip != nil {
@@ -141,7 +141,6 @@ func (m *model) endLane() error {
 			continue
 		}
 		maxFee, tip := m.bid(t, h)
-		tip = new(big.Int).Quo(new(big.Int).Mul(tip, new(big.Int).SetUint64(p.tiers[t.tier])), big.NewInt(1000))
 		gas := p.fireCap
 		if t.hasGas {
 			gas = t.gas

@@ -69,8 +69,7 @@ type timer struct {
 	expiresAt uint64
 	hasExpiry bool
 	maxFee    *big.Int // nil when not stated
-	tip       *big.Int // nil when not stated; clamped at schedule
-	tier      int
+	tip       *big.Int // nil when not stated; clamped, and a tier applied, at schedule
 }
 
 // call is one parsed entry of a tx's or a handler script's calls.
@@ -95,6 +94,7 @@ type call struct {
 	maxFee    *big.Int
 	tip       *big.Int
 	tier      int
+	hasTier   bool // priority_tier given: it expands at the schedule
 	bid       bool
 }
 
@@ -556,6 +556,7 @@ func (m *model) parseCall(r *reader, name string, v any, inScript bool) call {
 		c.maxFee, _ = o.amount("max_fee_per_cycle")
 		c.tip, _ = o.amount("max_priority_fee_per_cycle")
 		if tier, ok := o.str("priority_tier"); ok {
+			c.hasTier = true
 			c.tier = slices.Index(tierNames[:], tier)
 			if c.tier < 0 {
 				o.failf("priority_tier", "%q: not a tier", tier)
@@ -774,20 +775,31 @@ func (m *model) schedule(actor string, nonce uint64, c call, inScript bool) (ord
 		return nil, "DuplicateTimer", nil
 	}
 	ok := ordered{{"ok", true}, {"timer_id", id}, {"cycles", scheduleCycles}, {"cells", len(c.payload)}}
-	tip := c.tip
-	if c.tip != nil {
-		// Clamp (SPEC §12.2 step 5): the tip may not pass max fee - basefee,
+	stated := c.tip
+	if c.hasTier {
+		// SPEC §12.2, CIP-1 §7.3: the tier expands at the call into a
+		// stated tip, its multiplier times the stated one or, without
+		// one, the default agent's now (the previous block's p50).
+		base := c.tip
+		if base == nil {
+			base = s.p50
+		}
+		stated = new(big.Int).Quo(new(big.Int).Mul(base, new(big.Int).SetUint64(p.tiers[c.tier])), big.NewInt(1000))
+	}
+	tip := stated
+	if stated != nil {
+		// Clamp (SPEC §12.2 step 6): the tip may not pass max fee - basefee,
 		// max fee being the stated one or the default agent's 2 × basefee.
 		maxFee := c.maxFee
 		if maxFee == nil {
 			maxFee = defaultMaxFee(b)
 		}
 		room := new(big.Int).Sub(maxFee, b)
-		if c.tip.Cmp(room) > 0 {
+		if stated.Cmp(room) > 0 {
 			tip = room
 			// Below activation the clamp applies and the event does not show it.
 			if m.laneActive(h) {
-				ok = append(ok, field{"stated_priority_fee", c.tip.String()}, field{"clamped_priority_fee", room.String()})
+				ok = append(ok, field{"stated_priority_fee", stated.String()}, field{"clamped_priority_fee", room.String()})
 			}
 		}
 	}
@@ -795,7 +807,7 @@ func (m *model) schedule(actor string, nonce uint64, c call, inScript bool) (ord
 	s.pending[id] = timer{
 		id: id, actor: actor, height: height, seq: s.seq, handler: handler, payload: payload,
 		payer: c.payer, gas: c.gas, hasGas: c.hasGas, expiresAt: c.expiresAt, hasExpiry: c.hasExpiry,
-		maxFee: c.maxFee, tip: tip, tier: c.tier,
+		maxFee: c.maxFee, tip: tip,
 	}
 	if c.labeled {
 		m.labels[c.label] = id
