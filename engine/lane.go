@@ -136,7 +136,12 @@ type laneState struct {
 	// failed, and the block cannot be settled (EndBlock fails).
 	ledgerErr error
 	fireCount slab.Slab[uint32] // fires of this block, by actor index
-	firing    []uint32          // actors with fires in this block
+	// inDue counts, by actor index, the actor's timers still in the due
+	// set of the end of block that runs: they do not count toward its cap
+	// while handlers run (dueOf). dueOpen: a lane end of block runs.
+	inDue     slab.Slab[dueRec]
+	dueOpen   bool
+	firing    []uint32 // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
 	onExpired func(height uint64, actor uint32, n uint64)
@@ -380,6 +385,39 @@ func (e *Engine) availOf(c *cand) *availRec {
 	return a
 }
 
+// dueRec is an actor's count of timers in the due set of end of block gen.
+type dueRec struct {
+	gen uint64
+	n   uint32
+}
+
+// enterDue counts a timer of actor a into the due set of this end of block.
+func (s *laneState) enterDue(a uint32) {
+	d := s.inDue.At(a)
+	if d.gen != s.gen {
+		d.gen, d.n = s.gen, 0
+	}
+	d.n++
+}
+
+// leaveDue counts one out, as it fires or is collected.
+func (s *laneState) leaveDue(a uint32) { s.inDue.At(a).n-- }
+
+// dueOf is how many of actor a's timers are still in the due set of the
+// end of block that runs (0 outside one): FORMAT.md's end of block takes
+// the due timers out of the pending set before handlers run, so they do
+// not count toward the actor's cap while they do (docs/SPEC.md §12.5).
+// Those left waiting count again once the block ends.
+func (s *laneState) dueOf(a uint32) uint32 {
+	if !s.dueOpen || uint64(a) >= uint64(s.inDue.Cap()) {
+		return 0 // an actor added since the end of block began
+	}
+	if d := s.inDue.At(a); d.gen == s.gen {
+		return d.n
+	}
+	return 0
+}
+
 // weight is W(actor) for actor index a in this block, computed once per
 // actor and block: a division each, where a block has far more timers
 // than actors.
@@ -591,11 +629,10 @@ func (e *Engine) expireWindow(h uint64) {
 
 // takeOne takes candidate c, timer r, out of the pending set just before
 // it fires, and returns its history entry's position for retireOne. The
-// timers of the due set yet to fire, or left waiting, still count toward
-// their actors' caps: those left waiting stay pending, and an actor must
-// never hold more than its cap (a snapshot that did would not restore).
+// cap did not count it since the end of block began (dueOf).
 func (e *Engine) takeOne(c *cand, r *rec) uint64 {
 	e.actors.at(r.actor).pending--
+	e.lane.leaveDue(r.actor)
 	e.touch(&r.id)
 	e.ids.delRec(uint64(c.tag), c.rec)
 	e.pending--
@@ -653,6 +690,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.weights.Ensure(e.actors.n - 1)
 	s.avail.Ensure(e.actors.n - 1)
 	s.fireCount.Ensure(e.actors.n - 1)
+	s.inDue.Ensure(e.actors.n - 1)
+	s.dueOpen = true
+	defer func() { s.dueOpen = false }()
 	for k, i := range s.deferred {
 		// Loads ahead: the record two steps away, then its fee fields.
 		if j := k + 2*ahead; j < len(s.deferred) {
@@ -665,6 +705,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		if k >= listedFrom {
 			r.at = listed | uint32(k)
 		}
+		s.enterDue(r.actor)
 		f := e.feeOf(r)
 		if h > e.expiry(r, f) {
 			gcs = append(gcs, gcCand{i, Expired})
@@ -734,6 +775,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			continue
 		}
 		fig.GCCycles += p.GCCostPerTimer
+		s.leaveDue(e.recs.At(g.rec).actor)
 		e.collect(g.rec, g.why)
 		res.GC++
 	}
@@ -805,6 +847,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 				continue
 			}
 			fig.GCCycles += p.GCCostPerTimer
+			s.leaveDue(r.actor)
 			e.collect(c.rec, InsufficientFunds)
 			res.GC++
 			continue

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -377,4 +378,72 @@ func TestLeavesDuringLaneFires(t *testing.T) {
 	res, _ := l.block(2, actorA, nil)
 	require.Equal(t, 3, res.Fired)
 	require.Equal(t, 3, fires)
+}
+
+// TestLaneDueSetLeavesTheCap: while a lane block's handlers run, its due
+// set is out of the pending set for the cap, as FORMAT.md's end of block
+// takes fifo's out, those yet to fire and those left waiting too. A
+// handler of an actor at its cap of 3, whose three timers are due and of
+// which the lane fits one, schedules three new ones; after the block the
+// actor holds five, the two left waiting and the three new, more than its
+// cap, until it fires or cancels some. Such a state snapshots, restores
+// and reopens from the log like any other.
+func TestLaneDueSetLeavesTheCap(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable %v", durable), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := engine.DefaultConfig()
+			cfg.Policy, cfg.StateRoot, cfg.MaxTimersPerActor = engine.PolicyLane, true, 3
+			cfg.Lane.LaneTimerCycles = 250_000 // one fire of 250,000
+			var e *engine.Engine
+			var err error
+			if durable {
+				e, err = engine.Open(dir, cfg)
+			} else {
+				e, err = engine.New(cfg)
+			}
+			require.NoError(t, err)
+			require.NoError(t, e.Ledger().Credit(actorA, amount("1000000000000000")))
+			inBlock(t, e, 1, actorA, func(tx engine.Tx) {
+				for k := range 3 {
+					_, _, err := tx.Schedule(2, []byte{byte(k)})
+					require.NoError(t, err)
+				}
+				_, _, err := tx.Schedule(2, []byte{9})
+				require.ErrorIs(t, err, engine.ErrTooManyTimers, "at the cap")
+			})
+			var errs []error
+			x := &recorder{hook: func(tx engine.Tx, d *engine.Delivery) (engine.Usage, error) {
+				for k := range 4 {
+					_, _, err := tx.Schedule(d.Block+10, []byte{byte(10 + k)})
+					errs = append(errs, err)
+				}
+				return engine.Usage{Cycles: d.CyclesLimit}, nil
+			}}
+			require.NoError(t, e.BeginBlock(2))
+			res, err := e.EndBlock(x)
+			require.NoError(t, err)
+			require.NoError(t, e.Commit())
+			require.Equal(t, 1, res.Fired)
+			require.Equal(t, 2, res.Deferred)
+			require.Equal(t, []error{nil, nil, nil, engine.ErrTooManyTimers}, errs)
+			require.Equal(t, 5, e.PendingOf(actorA), "two waiting, three new")
+
+			var snap bytes.Buffer
+			require.NoError(t, e.WriteSnapshot(&snap))
+			r, err := engine.Restore(cfg, &snap)
+			require.NoError(t, err, "a state over the cap restores")
+			require.Equal(t, e.Root(), r.Root())
+			if durable {
+				require.NoError(t, e.Close())
+				e, err = engine.Open(dir, cfg)
+				require.NoError(t, err, "and reopens")
+				require.Equal(t, r.Root(), e.Root())
+			}
+			inBlock(t, e, 3, actorA, func(tx engine.Tx) {
+				_, _, err := tx.Schedule(20, []byte{30})
+				require.ErrorIs(t, err, engine.ErrTooManyTimers, "over the cap, the actor schedules nothing")
+			})
+		})
+	}
 }

@@ -136,7 +136,11 @@ func (tx Tx) schedule(height uint64, payload []byte, f *Fees, out *Scheduled) er
 	if s.actorIdx == 0 {
 		s.actorIdx, _ = e.actors.lookup(&s.actor)
 	}
-	if e.actors.at(s.actorIdx).pending >= e.cfg.MaxTimersPerActor {
+	held := e.actors.at(s.actorIdx).pending
+	if e.phase == phaseEnding {
+		held -= e.lane.dueOf(s.actorIdx) // a lane block's due set is out while handlers run
+	}
+	if held >= e.cfg.MaxTimersPerActor {
 		return ErrTooManyTimers
 	}
 	e.prefetchNew(height, len(rt.handler)+len(rt.body))

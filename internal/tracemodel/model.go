@@ -191,6 +191,19 @@ func (s *state) pendingOf(actor string) uint64 {
 	return n
 }
 
+// capCount is what counts toward actor's cap: its pending timers, but
+// for a lane block's due set while its handlers run (FORMAT.md's end of
+// block takes the due timers out; SPEC §12.5).
+func (m *model) capCount(actor string) uint64 {
+	var n uint64
+	for _, t := range m.s.pending {
+		if t.actor == actor && !m.inflight[t.id] {
+			n++
+		}
+	}
+	return n
+}
+
 type model struct {
 	cfg       config
 	opsSeen   bool // an op ran: a config op is now too late
@@ -768,7 +781,7 @@ func (m *model) schedule(actor string, nonce uint64, c call, inScript bool) (ord
 		return nil, "InvalidExpiry", nil
 	case c.maxFee != nil && c.maxFee.Cmp(b) < 0:
 		return nil, "TimerRejectedBelowBasefee", nil
-	case s.pendingOf(actor) >= m.cfg.maxTimers:
+	case m.capCount(actor) >= m.cfg.maxTimers:
 		return nil, "TooManyTimers", nil
 	}
 	if _, dup := s.pending[id]; dup {
