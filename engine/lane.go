@@ -136,12 +136,8 @@ type laneState struct {
 	// failed, and the block cannot be settled (EndBlock fails).
 	ledgerErr error
 	fireCount slab.Slab[uint32] // fires of this block, by actor index
-	// inDue counts, by actor index, the actor's timers still in the due
-	// set of the end of block that runs: they do not count toward its cap
-	// while handlers run (dueOf). dueOpen: a lane end of block runs.
-	inDue     slab.Slab[dueRec]
-	dueOpen   bool
-	firing    []uint32 // actors with fires in this block
+	dueOpen   bool              // a lane end of block runs: weightRec.due counts (dueOf)
+	firing    []uint32          // actors with fires in this block
 	fee       FireFee
 	tie       func(a, b uint32) bool // ids of cands[a] < cands[b]
 	onExpired func(height uint64, actor uint32, n uint64)
@@ -385,23 +381,17 @@ func (e *Engine) availOf(c *cand) *availRec {
 	return a
 }
 
-// dueRec is an actor's count of timers in the due set of end of block gen.
-type dueRec struct {
-	gen uint64
-	n   uint32
-}
-
 // enterDue counts a timer of actor a into the due set of this end of block.
 func (s *laneState) enterDue(a uint32) {
-	d := s.inDue.At(a)
-	if d.gen != s.gen {
-		d.gen, d.n = s.gen, 0
+	d := s.weights.At(a)
+	if d.dueGen != s.gen {
+		d.dueGen, d.due = s.gen, 0
 	}
-	d.n++
+	d.due++
 }
 
 // leaveDue counts one out, as it fires or is collected.
-func (s *laneState) leaveDue(a uint32) { s.inDue.At(a).n-- }
+func (s *laneState) leaveDue(a uint32) { s.weights.At(a).due-- }
 
 // dueOf is how many of actor a's timers are still in the due set of the
 // end of block that runs (0 outside one): FORMAT.md's end of block takes
@@ -409,11 +399,11 @@ func (s *laneState) leaveDue(a uint32) { s.inDue.At(a).n-- }
 // not count toward the actor's cap while they do (docs/SPEC.md §12.5).
 // Those left waiting count again once the block ends.
 func (s *laneState) dueOf(a uint32) uint32 {
-	if !s.dueOpen || uint64(a) >= uint64(s.inDue.Cap()) {
+	if !s.dueOpen || uint64(a) >= uint64(s.weights.Cap()) {
 		return 0 // an actor added since the end of block began
 	}
-	if d := s.inDue.At(a); d.gen == s.gen {
-		return d.n
+	if d := s.weights.At(a); d.dueGen == s.gen {
+		return d.due
 	}
 	return 0
 }
@@ -437,6 +427,11 @@ type weightRec struct {
 	gen uint64 // the end of block it is for; older entries are stale
 	f   uint64
 	w   uint32
+	// due counts the actor's timers still in the due set of end of block
+	// dueGen (dueOf): beside W, whose line the classification loads for
+	// both.
+	due    uint32
+	dueGen uint64
 }
 
 // availRec is a payer's balance as one block's end starts.
@@ -690,7 +685,6 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.weights.Ensure(e.actors.n - 1)
 	s.avail.Ensure(e.actors.n - 1)
 	s.fireCount.Ensure(e.actors.n - 1)
-	s.inDue.Ensure(e.actors.n - 1)
 	s.dueOpen = true
 	defer func() { s.dueOpen = false }()
 	for k, i := range s.deferred {
