@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/timerlane/timerlane/engine"
@@ -145,4 +146,99 @@ func TestLaneEndBlockAllocs(t *testing.T) {
 	if n != 0 {
 		t.Errorf("lane end of block: %v allocs per block, want 0", n)
 	}
+}
+
+// BenchmarkLaneBacklog: one op is one lane end of block, with its Commit
+// and the next BeginBlock, that fires the 10,000 timers of
+// BenchmarkLaneEndBlock while `backlog` more due timers wait, every block
+// (docs/SPEC.md §12.5: each block classifies and prices the whole due
+// set). The backlog's kind says why it waits:
+//
+//   - below: its stated max fee no longer covers the basefee, which a
+//     full block raised after the timers were scheduled (a congested
+//     lane's equilibrium: the basefee climbs until bids drop out);
+//   - full: a gas limit the lane cannot hold beside the block's fires, and
+//     no tip, so that it comes last in the order and each block's walk
+//     reaches it and finds no room (lane_full).
+//
+// The fires use half the lane, so the basefee stays put.
+func BenchmarkLaneBacklog(b *testing.B) {
+	for _, kind := range []string{"below", "full"} {
+		for _, n := range []int{10_000, 100_000, 1_000_000} {
+			b.Run(fmt.Sprintf("kind=%s/backlog=%d", kind, n), func(b *testing.B) {
+				lb := newLaneBacklog(b, kind, n)
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					lb.fill()
+					b.StartTimer()
+					lb.next()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(laneDue+n)), "ns/due")
+			})
+		}
+	}
+}
+
+// newLaneBacklog is newLaneBlock with n timers of the given kind (see
+// BenchmarkLaneBacklog) waiting from block 3 on, scheduled by the actors
+// after the lane's.
+func newLaneBacklog(tb testing.TB, kind string, n int) *laneBlock {
+	cfg := engine.DefaultConfig()
+	cfg.Policy = engine.PolicyLane
+	cfg.Lane.FairnessWindowBlocks = laneWindow
+	cfg.Lane.LaneTimerCycles = 2 * laneDue * laneGas
+	// Room for the full kind's gas limit, which only an empty lane holds.
+	cfg.Lane.MaxCyclesPerFireAuction = cfg.Lane.LaneTimerCycles
+	cfg.Lane.MinBasefee = cfg.InitialBasefee // no fall in the empty block 1
+	cfg.RollbackDepth = benchRollbackDepth
+	e, err := engine.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lb := &laneBlock{tb: tb, e: e}
+	big, _ := engine.ParseAmount("1000000000000000000000000")
+	for _, a := range actors {
+		if err := e.Ledger().Credit(a, big); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := e.BeginBlock(1); err != nil {
+		tb.Fatal(err)
+	}
+	f := engine.Fees{Set: engine.HasGasLimit | engine.HasMaxFee | engine.HasMaxPriorityFee,
+		GasLimit: laneGas, MaxFee: e.Basefee()}
+	if kind == "full" {
+		f.Set, f.MaxFee = f.Set&^engine.HasMaxFee, engine.Amount{}
+		f.GasLimit = cfg.Lane.LaneTimerCycles
+	}
+	waiting := actors[laneActors:]
+	for k := 0; k < n; k += perTx {
+		tx, err := e.Begin(waiting[k/perTx%len(waiting)], 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for j := k; j < min(n, k+perTx); j++ {
+			lb.nonce++
+			tx.SetNonce(lb.nonce)
+			if _, err := tx.ScheduleFees(3, nil, &f); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// Block 2 fires twice the lane's timers, which fill it: the basefee
+	// rises for block 3, past the below kind's max fee.
+	lb.fill()
+	lb.fill()
+	lb.end(false)
+	lb.fill()
+	lb.end(false)
+	for range 2 * laneWindow {
+		lb.fill()
+		lb.next()
+	}
+	return lb
 }

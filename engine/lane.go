@@ -747,6 +747,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			s.reasons[k] = OverCap
 			continue
 		}
+		s.reasons[k] = LaneFull // unless the walk fires or collects it
 		// W, as weight gives it, without a call once the actor has it.
 		w := s.weights.At(r.actor)
 		if w.gen != s.gen {
@@ -796,13 +797,21 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		cands, s.ordered = ordered, cands[:0]
 	}
 	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
-	// cands[next:n].
+	// cands[next:n]. Those it leaves are lane_full, as classified.
 	var used uint64 // the lane cycles the block's fires used so far
 	fired := s.fired[:0]
 	n, next := len(cands), 0
+	misses := 0 // candidates off the heap that found no room, since the last prune
 	for next < n && p.LaneTimerCycles-used >= minGas && s.ledgerErr == nil {
 		k := next
 		if useHeap {
+			if misses > pruneAfter && misses > n/pruneShare {
+				n, misses = pruneKeys(keys[:n], cands, p.LaneTimerCycles-used), 0
+				heapKeys(keys[:n], s.tie)
+				if n == 0 {
+					break
+				}
+			}
 			k = int(keys[0].k)
 			n--
 			keys[0] = keys[n]
@@ -815,13 +824,13 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 			}
 		}
 		c := &cands[k]
+		if used+c.gas > p.LaneTimerCycles {
+			misses++ // the walk goes on: a smaller one may fit
+			continue
+		}
 		r := e.recs.At(c.rec)
 		at, ok := e.listedAt(c.rec)
 		if !ok { // gone, though no handler can cancel it (dueNow)
-			continue
-		}
-		if used+c.gas > p.LaneTimerCycles {
-			s.reasons[at] = LaneFull // the walk goes on: a smaller one may fit
 			continue
 		}
 		fee := &s.fee
@@ -875,15 +884,6 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	}
 	if s.ledgerErr != nil {
 		return res // EndBlock fails: nothing more is settled or reported
-	}
-	for j := next; j < n; j++ { // none of these can fit
-		c := &cands[j]
-		if useHeap {
-			c = &cands[keys[j].k]
-		}
-		if at, ok := e.listedAt(c.rec); ok {
-			s.reasons[at] = LaneFull
-		}
 	}
 	s.keys = keys[:0]
 	fig.LaneCycles = used

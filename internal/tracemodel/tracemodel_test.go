@@ -11,6 +11,7 @@ import (
 	"go/token"
 	"io/fs"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -468,4 +469,59 @@ func reachesFar(trace []byte) bool {
 		}
 	}
 	return false
+}
+
+// TestMatchesLaneBacklog compares the two on lane blocks whose due set is
+// far larger than the lane: small timers and large ones, tips at random,
+// so that the engine's walk takes candidates off a heap and prunes it of
+// those the room left cannot hold, which Generate's few timers never
+// reach.
+func TestMatchesLaneBacklog(t *testing.T) {
+	for seed := range uint64(8) {
+		trace := laneBacklogTrace(seed)
+		if d := difference(runEngine(trace), runModel(trace)); d != "" {
+			path := filepath.Join(t.TempDir(), fmt.Sprintf("backlog-%d.trace.jsonl", seed))
+			if err := os.WriteFile(path, trace, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Errorf("seed %d, trace %s: %s", seed, path, d)
+		}
+	}
+}
+
+// laneBacklogTrace writes 1,200 timers due at block 2 into a lane of 1,000
+// cycles: a fifth with gas limits of 5 to 40, the rest 150 to 1,000, and
+// the blocks 2 to 4 that fire a few each.
+func laneBacklogTrace(seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 0xbac106))
+	var b bytes.Buffer
+	b.WriteString(`{"op":"config","policy":"lane","lane_timer_cycles":1000,"max_cycles_per_fire_auction_phase":1000,` +
+		`"initial_lane_basefee":"1","min_lane_basefee":"1","max_timers_per_actor":2000}` + "\n")
+	const actors, each = 8, 150
+	actor := func(a int) string { return fmt.Sprintf("0x%040x", 0xa0+a) }
+	for a := range actors {
+		fmt.Fprintf(&b, `{"op":"fund","account":"%s","amount":"1000000000"}`+"\n", actor(a))
+		fmt.Fprintf(&b, `{"op":"handler","actor":"%s","handler":"handle_timer","cycles":%d}`+"\n", actor(a), r.IntN(60))
+	}
+	b.WriteString(`{"op":"block","height":1}` + "\n")
+	for a := range actors {
+		fmt.Fprintf(&b, `{"op":"tx","actor":"%s","nonce":1,"calls":[`, actor(a))
+		for k := range each {
+			gas := 150 + r.IntN(851)
+			if r.IntN(5) == 0 {
+				gas = 5 + r.IntN(36)
+			}
+			if k > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"call":"schedule","height":2,"payload":"0x%04x","gas_limit":%d,"max_priority_fee_per_cycle":"%d"}`,
+				k, gas, r.IntN(21))
+		}
+		b.WriteString("]}\n")
+	}
+	b.WriteString(`{"op":"end"}` + "\n")
+	for h := 2; h <= 4; h++ {
+		fmt.Fprintf(&b, `{"op":"block","height":%d}`+"\n"+`{"op":"end"}`+"\n", h)
+	}
+	return b.Bytes()
 }
