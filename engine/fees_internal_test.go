@@ -196,7 +196,7 @@ func TestParseAmount(t *testing.T) {
 }
 
 // TestHeapKeys checks that the radix sort, and popping the specialised
-// heap, yield the order of the standard sort, with many ties at every
+// heap (also after a prune), yield the order of the standard sort, with many ties at every
 // level of the key, and with keys that differ in every byte.
 func TestHeapKeys(t *testing.T) {
 	var sorter keySorter
@@ -230,15 +230,32 @@ func TestHeapKeys(t *testing.T) {
 				sorted = append(sorted, x[p])
 			}
 			require.Equal(t, want, sorted, "sort: n=%d seed=%d", n, seed)
-			heapKeys(x, tie)
+			d := diffOf(x)
+			h := sorter.heap(x, &d, tie)
 			got := make([]sortKey, 0, n)
-			for m := len(x); m > 0; {
-				got = append(got, x[0])
-				m--
-				x[0] = x[m]
-				siftKeys(x[:m], 0, tie)
+			for h.Len() > 0 {
+				got = append(got, x[h.pop()])
 			}
-			require.Equal(t, want, got, "n=%d seed=%d", n, seed)
+			require.Equal(t, want, got, "heap: n=%d seed=%d", n, seed)
+			// Pruned half way, the heap pops the rest that stay, in order.
+			h = sorter.heap(x, &d, tie)
+			got = got[:0]
+			for h.Len() > n/2 {
+				got = append(got, x[h.pop()])
+			}
+			odd := func(k uint32) bool { return k%2 == 1 } // x[i].k is i
+			h.prune(odd)
+			for h.Len() > 0 {
+				got = append(got, x[h.pop()])
+			}
+			popped := n - n/2
+			kept := want[:popped:popped]
+			for _, key := range want[popped:] {
+				if odd(key.k) {
+					kept = append(kept, key)
+				}
+			}
+			require.Equal(t, kept, got, "pruned heap: n=%d seed=%d", n, seed)
 		}
 	}
 }

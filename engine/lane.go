@@ -117,6 +117,7 @@ type laneState struct {
 	cands   []cand
 	keys    []sortKey
 	sorter  keySorter
+	fits    []uint64 // whichFit's bitset
 	ordered []cand // the candidates in priority order (the other cands buffer)
 	gcs     []gcCand
 	fired   []Amount
@@ -676,6 +677,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	fireCap := p.MaxCyclesPerFireAuction
 	cands, gcs, keys := s.cands[:0], s.gcs[:0], s.keys[:0]
 	minGas := uint64(math.MaxUint64)
+	var diff keyDiff // of the keys, for the heap
 	def := defaultBid(s.basefee, s.p50)
 	// W, the available funds and the fire counts are kept by actor index,
 	// payers' and timers' alike; no actor is added before the fires. They
@@ -756,6 +758,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		c.wf |= w.w
 		c.tag = uint32(e.ids.tag(&r.id))
 		keys = append(keys, newSortKey(mulWide(prio, w.f), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
+		diff.add(&keys[len(keys)-1].w)
 		minGas = min(minGas, gas)
 		cands = append(cands, c)
 	}
@@ -785,8 +788,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	// than the lane costs O(n) per block; otherwise a sort is faster.
 	s.cands = cands // for s.tie
 	useHeap := minGas > 0 && p.LaneTimerCycles/minGas < uint64(len(keys)/4)
+	var heap keyHeap
 	if useHeap {
-		heapKeys(keys, s.tie)
+		heap = s.sorter.heap(keys, &diff, s.tie)
 	} else {
 		// Lay the candidates out in that order: the walk then reads them
 		// in sequence instead of missing the cache on each.
@@ -796,26 +800,27 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		cands, s.ordered = ordered, cands[:0]
 	}
-	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
-	// cands[next:n]. Those it leaves are lane_full, as classified.
+	// The walk's unvisited candidates: those on the heap, or cands[next:n]
+	// in order. Those it leaves are lane_full, as classified.
 	var used uint64 // the lane cycles the block's fires used so far
 	fired := s.fired[:0]
 	n, next := len(cands), 0
+	if useHeap {
+		n = heap.Len()
+	}
 	misses := 0 // candidates off the heap that found no room, since the last prune
 	for next < n && p.LaneTimerCycles-used >= minGas && s.ledgerErr == nil {
 		k := next
 		if useHeap {
 			if misses > pruneAfter && misses > n/pruneShare {
-				n, misses = pruneKeys(keys[:n], cands, p.LaneTimerCycles-used), 0
-				heapKeys(keys[:n], s.tie)
-				if n == 0 {
+				fits := s.whichFit(cands, p.LaneTimerCycles-used)
+				heap.prune(func(k uint32) bool { return fits[k/64]&(1<<(k%64)) != 0 })
+				if misses, n = 0, heap.Len(); n == 0 {
 					break
 				}
 			}
-			k = int(keys[0].k)
+			k = int(heap.pop())
 			n--
-			keys[0] = keys[n]
-			siftKeys(keys[:n], 0, s.tie)
 		} else {
 			next++
 			if j := next + ahead; j < n {
@@ -922,6 +927,24 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.cands, s.gcs = cands[:0], gcs[:0]
 	res.Lane = fig
 	return res
+}
+
+// whichFit returns a bitset of the candidates whose gas fits in room. The
+// heap's prune asks it in heap order: read in the candidates' order, their
+// memory streams, and the bitset, 128 KiB at a million, stays in cache.
+func (s *laneState) whichFit(cands []cand, room uint64) []uint64 {
+	fits := s.fits[:0]
+	for j := 0; j < len(cands); j += 64 {
+		var w uint64
+		for b, c := range cands[j:min(j+64, len(cands))] {
+			if c.gas <= room {
+				w |= 1 << b
+			}
+		}
+		fits = append(fits, w)
+	}
+	s.fits = fits
+	return fits
 }
 
 // countFire counts a fire of actor in this block. The first one holds a
