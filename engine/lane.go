@@ -118,7 +118,7 @@ type laneState struct {
 	keys    []sortKey
 	sorter  keySorter
 	fits    []uint64 // whichFit's bitset
-	ordered []cand // the candidates in priority order (the other cands buffer)
+	ordered []cand   // the candidates in priority order (the other cands buffer)
 	gcs     []gcCand
 	fired   []Amount
 	order   []uint32
