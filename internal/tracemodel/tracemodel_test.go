@@ -475,9 +475,11 @@ func reachesFar(trace []byte) bool {
 // far larger than the lane: small timers and large ones, tips at random,
 // so that the engine's walk takes candidates off a heap and prunes it of
 // those the room left cannot hold, which Generate's few timers never
-// reach.
+// reach. Variants add a fee payer whose funds run out during the walk
+// (collected there), timers of gas limit 0 (the walk then sorts), and
+// expiries that a small GC lane collects over several blocks.
 func TestMatchesLaneBacklog(t *testing.T) {
-	for seed := range uint64(8) {
+	for seed := range uint64(16) {
 		trace := laneBacklogTrace(seed)
 		if d := difference(runEngine(trace), runModel(trace)); d != "" {
 			path := filepath.Join(t.TempDir(), fmt.Sprintf("backlog-%d.trace.jsonl", seed))
@@ -489,16 +491,27 @@ func TestMatchesLaneBacklog(t *testing.T) {
 	}
 }
 
-// laneBacklogTrace writes 1,200 timers due at block 2 into a lane of 1,000
-// cycles: a fifth with gas limits of 5 to 40, the rest 150 to 1,000, and
-// the blocks 2 to 4 that fire a few each.
+// laneBacklogTrace writes 1,200 timers due at block 2 into a lane of 600 to
+// 3,000 cycles: a fifth with gas limits of 5 to 40, the rest 150 to 1,000
+// or the lane's size,
+// and the blocks 2 to 4 that fire a few each; seed%4 picks the variant.
 func laneBacklogTrace(seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 0xbac106))
 	var b bytes.Buffer
-	b.WriteString(`{"op":"config","policy":"lane","lane_timer_cycles":1000,"max_cycles_per_fire_auction_phase":1000,` +
-		`"initial_lane_basefee":"1","min_lane_basefee":"1","max_timers_per_actor":2000}` + "\n")
+	laneCycles := 600 + r.IntN(2401)
+	gcCycles := 5000000
+	if seed%4 == 3 {
+		gcCycles = 300 // three collections a block at the default cost of 100
+	}
+	fmt.Fprintf(&b, `{"op":"config","policy":"lane","lane_timer_cycles":%d,"max_cycles_per_fire_auction_phase":%d,`+
+		`"timer_gc_cycles":%d,"gc_cost_per_timer":100,`+
+		`"initial_lane_basefee":"1","min_lane_basefee":"1","max_timers_per_actor":2000}`+"\n", laneCycles, laneCycles, gcCycles)
 	const actors, each = 8, 150
 	actor := func(a int) string { return fmt.Sprintf("0x%040x", 0xa0+a) }
+	const poor = "0x00000000000000000000000000000000000000fe"
+	// About the max_cost of one of its timers: some are collected as the
+	// block starts, others when earlier fires spent part of the funds.
+	fmt.Fprintf(&b, `{"op":"fund","account":"%s","amount":"%d"}`+"\n", poor, 1500+r.IntN(4500))
 	for a := range actors {
 		fmt.Fprintf(&b, `{"op":"fund","account":"%s","amount":"1000000000"}`+"\n", actor(a))
 		fmt.Fprintf(&b, `{"op":"handler","actor":"%s","handler":"handle_timer","cycles":%d}`+"\n", actor(a), r.IntN(60))
@@ -507,15 +520,24 @@ func laneBacklogTrace(seed uint64) []byte {
 	for a := range actors {
 		fmt.Fprintf(&b, `{"op":"tx","actor":"%s","nonce":1,"calls":[`, actor(a))
 		for k := range each {
-			gas := 150 + r.IntN(851)
+			gas := 150 + r.IntN(min(851, laneCycles-149)) // within the per-fire cap
 			if r.IntN(5) == 0 {
 				gas = 5 + r.IntN(36)
+			}
+			extra := ""
+			switch {
+			case seed%4 == 1 && r.IntN(6) == 0:
+				extra = `,"fee_payer":"` + poor + `"`
+			case seed%4 == 2 && r.IntN(40) == 0:
+				gas = 0
+			case seed%4 == 3 && r.IntN(4) == 0:
+				extra = fmt.Sprintf(`,"expires_at":%d`, 2+r.IntN(2))
 			}
 			if k > 0 {
 				b.WriteString(",")
 			}
-			fmt.Fprintf(&b, `{"call":"schedule","height":2,"payload":"0x%04x","gas_limit":%d,"max_priority_fee_per_cycle":"%d"}`,
-				k, gas, r.IntN(21))
+			fmt.Fprintf(&b, `{"call":"schedule","height":2,"payload":"0x%04x","gas_limit":%d,"max_priority_fee_per_cycle":"%d"%s}`,
+				k, gas, r.IntN(21), extra)
 		}
 		b.WriteString("]}\n")
 	}
