@@ -40,7 +40,7 @@
 //     timers, empty payloads, 10,000 actors, heights a third in each tier.
 //   - BenchmarkGrowth: 1,100,000 Schedule calls into a new engine, each
 //     timed: the longest (max-ms) and those over 1 ms, with the huge-page
-//     hint on and off, and with engine.Reserve first. Use -benchtime 1x.
+//     hint on and off, and with Engine.Reserve first. Use -benchtime 1x.
 //   - BenchmarkMemory: one load from a random cache line whose address the
 //     load before it gave, over 16 MiB (the id index at 1M pending) and
 //     64 MiB (the records): the machine's floor under the rows at 1M, as
@@ -48,13 +48,30 @@
 //   - BenchmarkMemoryLines: 1,024 independent loads from random lines of
 //     16 or 64 MiB, all started before any is read (ns/line): the floor
 //     of end of block at 1M, whose loads do not wait for one another.
+//   - BenchmarkLaneEndBlock: a lane end of block that fires 10,000 timers
+//     of 1,000 actors; BenchmarkLaneBacklog, the same while a backlog of
+//     10k to 1M due timers waits in every block.
+//   - BenchmarkLatencyCancel, BenchmarkLatencySkipEmpty,
+//     BenchmarkLatencyEpochStage: every call of an operation whose cost
+//     once grew with the timers at one height, timed: mean, 99.9th
+//     percentile and slowest.
+//   - BenchmarkDrain: an engine of 400,000 timers run until none is
+//     pending, the longest block timed.
+//   - BenchmarkRollback: a rollback of 1 or 8 blocks.
+//   - BenchmarkRecover, BenchmarkRecoverTail, BenchmarkRecoverBulk,
+//     BenchmarkDurableCommit, BenchmarkSnapshotCommit,
+//     BenchmarkSnapshotEncode: the log (docs/DURABILITY.md).
 //
 // alloc_test.go checks, in a few milliseconds, that Schedule, Cancel and
 // end of block allocate nothing in steady state; it runs with go test.
 //
-// Run (about 15 minutes on 2 cores):
+// Every benchmark at once (-bench .) runs far longer than the README's
+// table, whose patterns took 12 min 45 s: many build a million timers or
+// more before they time anything. Run patterns, as that table does, for
+// example the hold model at 1M and the engine's hot paths:
 //
-//	go test ./bench -run '^$' -bench . -benchmem -count 6 | tee out.txt
+//	go test ./bench -run '^$' -bench 'Hold/.*/n=1000000/' -benchmem -count 6 | tee out.txt
+//	go test ./bench -run '^$' -bench '^Benchmark(Schedule|Cancel|EndBlock)$' -benchmem -count 6 | tee -a out.txt
 //	benchstat -col /impl -filter '.name:Hold' out.txt
 //	benchstat out.txt
 //

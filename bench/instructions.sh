@@ -31,6 +31,7 @@ for tool in valgrind cg_diff cg_annotate; do
 	command -v "$tool" >/dev/null || { echo "instructions.sh: $tool not found (apt-get install valgrind)" >&2; exit 1; }
 done
 [ -x "$bin" ] || { echo "instructions.sh: $bin is not an executable test binary" >&2; exit 1; }
+[[ $bin == */* ]] || bin=./$bin # a bare name is a file here, not a command on $PATH
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -53,4 +54,6 @@ cg_annotate --auto=no --threshold=0 "$dir/diff" 2>/dev/null |
 awk -v ops=$((2 * n)) '
 	{ if ($2 ~ /src\/runtime\/|internal\/runtime|:runtime\./) rt += $1; else own += $1 }
 	END { printf "%.1f instructions per op outside the runtime (runtime: %.1f)\n", own / ops, rt / ops }' "$dir/funcs"
-sort -rn "$dir/funcs" | head -"${TOP:-5}" | awk -v ops=$((2 * n)) '{ printf "  %7.1f  %s\n", $1 / ops, $2 }'
+# awk, not head, takes the first lines: it reads them all, so sort ends
+# without a SIGPIPE, which pipefail made the script's status (141).
+sort -rn "$dir/funcs" | awk -v top="${TOP:-5}" -v ops=$((2 * n)) 'NR <= top { printf "  %7.1f  %s\n", $1 / ops, $2 }'

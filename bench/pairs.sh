@@ -27,6 +27,9 @@ pairs=$1 pattern=$2 benchtime=$3 a=$4 b=$5
 for x in "$a" "$b"; do
 	[ -x "$x" ] || { echo "pairs.sh: $x is not an executable test binary" >&2; exit 1; }
 done
+# A bare name is a file here, not a command on $PATH.
+[[ $a == */* ]] || a=./$a
+[[ $b == */* ]] || b=./$b
 command -v taskset >/dev/null || { echo "pairs.sh: taskset not found (apt-get install util-linux)" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "pairs.sh: needs two cores, this machine has $(nproc)" >&2; exit 1; }
 

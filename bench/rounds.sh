@@ -20,9 +20,11 @@ if [ $# -lt 4 ]; then
 fi
 rounds=$1 pattern=$2 benchtime=$3
 shift 3
-bins=("$@")
-for b in "${bins[@]}"; do
+bins=()
+for b in "$@"; do
 	[ -x "$b" ] || { echo "rounds.sh: $b is not an executable test binary" >&2; exit 1; }
+	[[ $b == */* ]] || b=./$b # a bare name is a file here, not a command on $PATH
+	bins+=("$b")
 done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

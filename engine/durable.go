@@ -79,8 +79,9 @@ type durable struct {
 // missing), recovering the state of the last durable block; later blocks
 // are logged at Commit. The configuration must be the one the log was
 // written with, except for the tier layout, the state root, the rollback
-// depth and the durability options (Sync, SnapshotEvery, SnapshotInline,
-// CheckEveryRoot); the lane parameters are the log's (governance may have
+// depth and bound (RollbackDepth, RollbackBytes), Logf and the durability
+// options (Sync, SnapshotEvery, SnapshotInline, CheckEveryRoot); the lane
+// parameters are the log's (governance may have
 // changed them), whatever cfg.Lane says. Another configuration fails with
 // an error matching ErrConfigMismatch that names the first field that
 // differs (LogConfig reads the log's).

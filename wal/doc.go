@@ -291,8 +291,8 @@
 //	zstd default     51.74     8.52           43.68     9.18
 //
 // The 32-byte ids are random (keccak) and make up most of each change, so
-// no codec gets far: zstd saves 6-9% of the bytes over S2 at 4-6 times the
-// CPU. At the target of 1,000,000 changes per second a block of 10,000 has
+// no codec gets far: zstd at its fastest saves 6-9% of the bytes over S2
+// at about 4 times the CPU (3.8-4.2). At the target of 1,000,000 changes per second a block of 10,000 has
 // 10 ms for compression, write and fsync (about 0.7 ms on this VM's disk):
 // S2 spends 1-1.4 ms of it, zstd 4-6 ms, leaving little headroom on a busy
 // 2-core machine. Measured end to end (BenchmarkAppend, fsync per block):

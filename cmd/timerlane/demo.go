@@ -71,7 +71,7 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (c demoConfig, code
 	fs.Uint64Var(&c.seed, "seed", 1, "seed `N` of the scenario's random choices: the same seed gives the same counts")
 	fs.IntVar(&c.blocks, "blocks", 0, "`N` load blocks, in [0, "+commas(maxBlocks)+"]: the blocks whose transactions\nschedule the timers (0: timers/500, at least 100)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress on stderr")
-	fs.IntVar(&c.reserve, "reserve", 0, "reserve room for `N` timers before the first block (engine.Reserve), as a\nnode that knows its scale would: no call then waits for the engine's memory\nto grow (0: none; at most "+commas(maxTimers)+")")
+	fs.IntVar(&c.reserve, "reserve", 0, "reserve room for `N` timers before the first block (Engine.Reserve), as a\nnode that knows its scale would: no call then waits for the engine's memory\nto grow (0: none; at most "+commas(maxTimers)+")")
 	fs.StringVar(&c.dir, "dir", "", "persist to `DIR`: a write-ahead log with an fsync per block and periodic\nsnapshots, and the state root on (DIR must be new or empty, unless --resume;\ninspect it afterwards with timerlane inspect DIR). The fsyncs make the run\nslower: the default scenario's 183,000 blocks take a minute or more")
 	fs.BoolVar(&c.resume, "resume", false, "with --dir, go on with the run DIR holds (one interrupted or killed, made\nwith the same flags): the scenario runs again in memory up to DIR's last\nblock, its state root there must equal DIR's, and the run goes on from DIR.\nA DIR that holds no block yet starts at block 1, so the same command line\nserves every restart")
 	fs.Usage = func() {
