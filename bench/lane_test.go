@@ -180,6 +180,22 @@ func BenchmarkLaneBacklog(b *testing.B) {
 	}
 }
 
+// TestLaneBacklogAllocs: the lane's end of block allocates nothing with a
+// backlog waiting either way, the full kind's walk taking candidates off
+// a heap and pruning it (at 100,000 waiting; at 10,000 it sorts them).
+func TestLaneBacklogAllocs(t *testing.T) {
+	for _, kind := range []string{"below", "full"} {
+		lb := newLaneBacklog(t, kind, 100_000)
+		lb.fill()
+		if n := testing.AllocsPerRun(5, func() {
+			lb.next()
+			lb.fill()
+		}); n != 0 {
+			t.Errorf("%s: %v allocs per block, want 0", kind, n)
+		}
+	}
+}
+
 // newLaneBacklog is newLaneBlock with n timers of the given kind (see
 // BenchmarkLaneBacklog) waiting from block 3 on, scheduled by the actors
 // after the lane's.

@@ -200,6 +200,7 @@ func TestParseAmount(t *testing.T) {
 // level of the key, and with keys that differ in every byte.
 func TestHeapKeys(t *testing.T) {
 	var sorter keySorter
+	gases := []uint64{0, 7, maxGas32 - 1, 1 << 40} // the last stands in the key as maxGas32
 	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 100, 1000, 5000} {
 		for seed := uint64(0); seed < 10; seed++ {
 			r := newRand(seed)
@@ -219,7 +220,7 @@ func TestHeapKeys(t *testing.T) {
 				case 9: // few distinct priorities, ids that agree in their top bits
 					eff, id0 = wide{lo: r() % 3}, r()%64
 				}
-				x[i] = newSortKey(eff, id0, uint32(i))
+				x[i] = newSortKey(eff, id0, uint32(i), gases[r()%4])
 				ids[i] = r() % 3
 			}
 			tie := func(a, b uint32) bool { return ids[a] < ids[b] || ids[a] == ids[b] && a < b }
@@ -230,32 +231,46 @@ func TestHeapKeys(t *testing.T) {
 				sorted = append(sorted, x[p])
 			}
 			require.Equal(t, want, sorted, "sort: n=%d seed=%d", n, seed)
-			d := diffOf(x)
-			h := sorter.heap(x, &d, tie)
+			heapKeys(x, tie)
 			got := make([]sortKey, 0, n)
-			for h.Len() > 0 {
-				got = append(got, x[h.pop()])
+			for m := len(x); m > 0; {
+				got = append(got, x[0])
+				m--
+				x[0] = x[m]
+				siftKeys(x[:m], 0, tie)
 			}
-			require.Equal(t, want, got, "heap: n=%d seed=%d", n, seed)
-			// Pruned half way, the heap pops the rest that stay, in order.
-			h = sorter.heap(x, &d, tie)
+			require.Equal(t, want, got, "n=%d seed=%d", n, seed)
+			// Pruned half way, the heap pops those left that fit, in order.
+			cands := make([]cand, n)
+			for i := range cands {
+				cands[i].gas = []uint64{0, 7, maxGas32 - 1, 1 << 40}[i%4]
+				x[i] = newSortKey(wide{lo: uint64(i % 5)}, uint64(i), uint32(i), cands[i].gas)
+			}
+			want = slices.Clone(x)
+			slices.SortFunc(want, func(a, b sortKey) int { return a.compare(&b, tie) })
+			heapKeys(x, tie)
 			got = got[:0]
-			for h.Len() > n/2 {
-				got = append(got, x[h.pop()])
+			m := len(x)
+			for ; m > n/2; m-- {
+				got = append(got, x[0])
+				x[0] = x[m-1]
+				siftKeys(x[:m-1], 0, tie)
 			}
-			odd := func(k uint32) bool { return k%2 == 1 } // x[i].k is i
-			h.prune(odd)
-			for h.Len() > 0 {
-				got = append(got, x[h.pop()])
+			room := []uint64{0, 7, maxGas32 - 1, maxGas32, 1 << 40}[seed%5]
+			m = pruneKeys(x[:m], cands, room)
+			heapKeys(x[:m], tie)
+			for ; m > 0; m-- {
+				got = append(got, x[0])
+				x[0] = x[m-1]
+				siftKeys(x[:m-1], 0, tie)
 			}
-			popped := n - n/2
-			kept := want[:popped:popped]
-			for _, key := range want[popped:] {
-				if odd(key.k) {
+			kept := want[: n-n/2 : n-n/2]
+			for _, key := range want[n-n/2:] {
+				if cands[key.k].gas <= room {
 					kept = append(kept, key)
 				}
 			}
-			require.Equal(t, kept, got, "pruned heap: n=%d seed=%d", n, seed)
+			require.Equal(t, kept, got, "pruned: n=%d seed=%d room=%d", n, seed, room)
 		}
 	}
 }

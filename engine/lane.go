@@ -117,8 +117,7 @@ type laneState struct {
 	cands   []cand
 	keys    []sortKey
 	sorter  keySorter
-	fits    []uint64 // whichFit's bitset
-	ordered []cand   // the candidates in priority order (the other cands buffer)
+	ordered []cand // the candidates in priority order (the other cands buffer)
 	gcs     []gcCand
 	fired   []Amount
 	order   []uint32
@@ -676,8 +675,7 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	// Classify every due timer (step 4) and price the candidates (steps 5-6).
 	fireCap := p.MaxCyclesPerFireAuction
 	cands, gcs, keys := s.cands[:0], s.gcs[:0], s.keys[:0]
-	minGas := uint64(math.MaxUint64)
-	var diff keyDiff // of the keys, for the heap
+	minGas, sumGas := uint64(math.MaxUint64), uint64(0)
 	def := defaultBid(s.basefee, s.p50)
 	// W, the available funds and the fire counts are kept by actor index,
 	// payers' and timers' alike; no actor is added before the fires. They
@@ -757,9 +755,8 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		c.wf |= w.w
 		c.tag = uint32(e.ids.tag(&r.id))
-		keys = append(keys, newSortKey(mulWide(prio, w.f), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands))))
-		diff.add(&keys[len(keys)-1].w)
-		minGas = min(minGas, gas)
+		keys = append(keys, newSortKey(mulWide(prio, w.f), binary.BigEndian.Uint64(r.id[:8]), uint32(len(cands)), gas))
+		minGas, sumGas = min(minGas, gas), satAddU64(sumGas, gas)
 		cands = append(cands, c)
 	}
 	// The GC lane (§9), in ascending timer id, within its own budget.
@@ -787,10 +784,9 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	// candidates, the walk takes them off a heap, and a backlog far larger
 	// than the lane costs O(n) per block; otherwise a sort is faster.
 	s.cands = cands // for s.tie
-	useHeap := minGas > 0 && p.LaneTimerCycles/minGas < uint64(len(keys)/4)
-	var heap keyHeap
+	useHeap := sumGas > p.LaneTimerCycles && !holdsAQuarter(cands, minGas, p.LaneTimerCycles)
 	if useHeap {
-		heap = s.sorter.heap(keys, &diff, s.tie)
+		heapKeys(keys, s.tie)
 	} else {
 		// Lay the candidates out in that order: the walk then reads them
 		// in sequence instead of missing the cache on each.
@@ -800,27 +796,30 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 		}
 		cands, s.ordered = ordered, cands[:0]
 	}
-	// The walk's unvisited candidates: those on the heap, or cands[next:n]
-	// in order. Those it leaves are lane_full, as classified.
+	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
+	// cands[next:n]. Those it leaves are lane_full, as classified.
 	var used uint64 // the lane cycles the block's fires used so far
 	fired := s.fired[:0]
 	n, next := len(cands), 0
-	if useHeap {
-		n = heap.Len()
-	}
 	misses := 0 // candidates off the heap that found no room, since the last prune
+	pruneAt := max(pruneAfter, n/pruneShare)
 	for next < n && p.LaneTimerCycles-used >= minGas && s.ledgerErr == nil {
 		k := next
 		if useHeap {
-			if misses > pruneAfter && misses > n/pruneShare {
-				fits := s.whichFit(cands, p.LaneTimerCycles-used)
-				heap.prune(func(k uint32) bool { return fits[k/64]&(1<<(k%64)) != 0 })
-				if misses, n = 0, heap.Len(); n == 0 {
+			if misses > pruneAt {
+				left := pruneKeys(keys[:n], cands, p.LaneTimerCycles-used)
+				if left > n/2 {
+					pruneAt *= 2 // it dropped little: wait longer for the next
+				}
+				if n, misses = left, 0; n == 0 {
 					break
 				}
+				heapKeys(keys[:n], s.tie)
 			}
-			k = int(heap.pop())
+			k = int(keys[0].k)
 			n--
+			keys[0] = keys[n]
+			siftKeys(keys[:n], 0, s.tie)
 		} else {
 			next++
 			if j := next + ahead; j < n {
@@ -929,22 +928,30 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	return res
 }
 
-// whichFit returns a bitset of the candidates whose gas fits in room. The
-// heap's prune asks it in heap order: read in the candidates' order, their
-// memory streams, and the bitset, 128 KiB at a million, stays in cache.
-func (s *laneState) whichFit(cands []cand, room uint64) []uint64 {
-	fits := s.fits[:0]
-	for j := 0; j < len(cands); j += 64 {
-		var w uint64
-		for b, c := range cands[j:min(j+64, len(cands))] {
-			if c.gas <= room {
-				w |= 1 << b
-			}
-		}
-		fits = append(fits, w)
+// holdsAQuarter judges whether a lane of room cycles holds a quarter of
+// the candidates, to choose the walk's sort or its heap: no when even the
+// smallest gas limit, minGas, lets fewer fit; else yes when a quarter of
+// them have gas limits of at most room / (n/4) each, which fit together;
+// else no (if many are just above that, the heap is a log factor slower
+// than a sort, no more). The count runs only when minGas does not settle
+// it: a few small timers among a backlog of large ones make no lane that
+// holds many (before session 47 one timer of gas limit 1 among a million
+// candidates made the walk sort them all, half a second a block).
+func holdsAQuarter(cands []cand, minGas, room uint64) bool {
+	quarter := uint64(len(cands) / 4)
+	if minGas > 0 && room/minGas < quarter {
+		return false
 	}
-	s.fits = fits
-	return fits
+	if quarter == 0 {
+		return true
+	}
+	each, n := room/quarter, uint64(0)
+	for i := range cands {
+		if cands[i].gas <= each {
+			n++
+		}
+	}
+	return n >= quarter
 }
 
 // countFire counts a fire of actor in this block. The first one holds a

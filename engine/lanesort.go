@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 
@@ -13,12 +14,16 @@ import (
 // bytes, so that ascending w is that order and most ties are settled
 // without reading the record; keys with equal w go to the full tie-break.
 type sortKey struct {
-	w [4]uint64 // ^eff.hi, ^eff.mid, ^eff.lo, id[:8] big-endian
-	k uint32    // index in cands
+	w   [4]uint64 // ^eff.hi, ^eff.mid, ^eff.lo, id[:8] big-endian
+	k   uint32    // index in cands
+	gas uint32    // the candidate's gas limit, or maxGas32 for one that large: the heap's prune reads it in place
 }
 
-func newSortKey(eff wide, id0 uint64, k uint32) sortKey {
-	return sortKey{w: [4]uint64{^eff.hi, ^eff.mid, ^eff.lo, id0}, k: k}
+// maxGas32 stands in sortKey.gas for a gas limit of maxGas32 or more.
+const maxGas32 = math.MaxUint32
+
+func newSortKey(eff wide, id0 uint64, k uint32, gas uint64) sortKey {
+	return sortKey{w: [4]uint64{^eff.hi, ^eff.mid, ^eff.lo, id0}, k: k, gas: uint32(min(gas, maxGas32))}
 }
 
 // before reports whether key a sorts before b; full ties go to tie.
@@ -42,75 +47,21 @@ func (a *sortKey) compare(b *sortKey, tie func(a, b uint32) bool) int {
 	return 0
 }
 
-// keySorter sorts a block's keys, or makes a heap of them; it keeps its
-// buffers between blocks.
+// keySorter sorts a block's keys; it keeps its buffers between blocks.
 type keySorter struct {
 	a, b  []uint64
 	order []uint32
 }
 
-// keyDiff gathers the bits in which keys differ from the first one given,
-// for varying: the lane's classification gives it each key as it makes it,
-// which spares the heap a pass over a million keys, 40 MiB.
-type keyDiff struct {
-	first, bits [4]uint64
-	n           int
-}
-
-func (d *keyDiff) add(w *[4]uint64) {
-	if d.n == 0 {
-		d.first = *w
-	}
-	d.n++
-	d.bits[0] |= w[0] ^ d.first[0]
-	d.bits[1] |= w[1] ^ d.first[1]
-	d.bits[2] |= w[2] ^ d.first[2]
-	d.bits[3] |= w[3] ^ d.first[3]
-}
-
-// diffOf is the keyDiff of x.
-func diffOf(x []sortKey) keyDiff {
-	var d keyDiff
-	for i := range x {
-		d.add(&x[i].w)
-	}
-	return d
-}
-
-// varying finds where the keys that d gathered start to differ: the word
-// of w, and how many of its leading bits all share (64 when all keys are
-// equal). Keys of one block share their high bytes (priorities are small
-// numbers).
-func (d *keyDiff) varying() (word int, shift uint) {
-	for word < 3 && d.bits[word] == 0 {
-		word++
-	}
-	return word, uint(bits.LeadingZeros64(d.bits[word]))
-}
-
-// pack returns, for each key of x, a word that holds in its bits keep (the
-// high ones) the key's bits from where they start to vary (varying's word
-// and shift), and the key's position in x in the others: words whose bits
-// keep differ compare as their keys; those that agree there need the keys
-// themselves. The words are in s.a's memory.
-func (s *keySorter) pack(x []sortKey, word int, shift uint, keep uint64) []uint64 {
-	a := s.a[:0]
-	for i := range x {
-		v := x[i].w[word] << shift
-		if word < 3 && shift > 0 && shift < 64 {
-			v |= x[i].w[word+1] >> (64 - shift)
-		}
-		a = append(a, v&keep|uint64(i))
-	}
-	return a
-}
-
-// sort returns the positions in x of its keys in the order of before: a
-// radix sort of their packed words makes a linear pass per 11 bits, where
-// a comparison sort would make 130,000 comparisons of 10,000 candidates.
-// The words keep as many bits as tell keys apart (those that vary among
-// the effective priorities, then some 8 more than log2 n of the timer
-// id). Runs that agree on those bits are then put in full order by
+// sort returns the positions in x of its keys in the order of before. Keys
+// of one block share their high bytes (priorities are small numbers), so
+// it reads w from its most significant bit that is not the same in every
+// key, takes as many of those bits as it needs to tell keys apart (those
+// that vary among the effective priorities, then some 8 more than log2 n
+// of the timer id) and packs them, above the key's position, in one word:
+// a radix sort of those words makes a linear pass per 11 bits, where a
+// comparison sort would make 130,000 comparisons of 10,000 candidates.
+// Runs that agree on those bits are then put in full order by
 // comparisons; they are rare, short, or real ties.
 func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
 	order := s.order[:0]
@@ -122,8 +73,20 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
 		orderPos(order, x, tie)
 		return order
 	}
-	d := diffOf(x)
-	word, shift := d.varying()
+	var diff [4]uint64 // the bits in which some key differs from x[0]
+	first := x[0].w
+	for i := range x {
+		w := &x[i].w
+		diff[0] |= w[0] ^ first[0]
+		diff[1] |= w[1] ^ first[1]
+		diff[2] |= w[2] ^ first[2]
+		diff[3] |= w[3] ^ first[3]
+	}
+	word := 0
+	for word < 3 && diff[word] == 0 {
+		word++
+	}
+	shift := uint(bits.LeadingZeros64(diff[word])) // 64 when all keys are equal
 	posBits := bits.Len(uint(len(x)))
 	need := 64
 	switch word {
@@ -134,7 +97,15 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
 	}
 	passes := min((need+radix.HighDigitBits-1)/radix.HighDigitBits, (64-posBits)/radix.HighDigitBits, radix.MaxHighPasses)
 	keep := ^uint64(0) << (64 - radix.HighDigitBits*passes)
-	a, b := radix.SortHigh(s.pack(x, word, shift, keep), s.b, passes)
+	a := s.a[:0]
+	for i := range x {
+		v := x[i].w[word] << shift
+		if word < 3 && shift > 0 && shift < 64 {
+			v |= x[i].w[word+1] >> (64 - shift)
+		}
+		a = append(a, v&keep|uint64(i))
+	}
+	a, b := radix.SortHigh(a, s.b, passes)
 	for _, v := range a {
 		order = append(order, uint32(v&^keep))
 	}
@@ -152,94 +123,6 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
 	return order
 }
 
-// heap makes a heap of x's keys, whose keyDiff is d, their words packed
-// as for sort but with every bit above the position kept: it pops the
-// candidates in priority order, for a block whose lane holds only a small
-// part of them. The heap of words is a fifth of the keys' memory, and
-// most of its comparisons read one word, not a key's four.
-func (s *keySorter) heap(x []sortKey, d *keyDiff, tie func(a, b uint32) bool) keyHeap {
-	h := keyHeap{x: x, tie: tie}
-	if len(x) > 0 {
-		word, shift := d.varying()
-		h.keep = ^uint64(0) << bits.Len(uint(len(x)))
-		h.a = s.pack(x, word, shift, h.keep)
-		s.a = h.a[:0] // its room, for the next block
-		h.init()
-	}
-	return h
-}
-
-// keyHeap is a min-heap, by before, of packed keys of x (keySorter.heap).
-// Specialised: the generic heap's comparator call costs more than most
-// comparisons.
-type keyHeap struct {
-	a    []uint64
-	keep uint64
-	x    []sortKey
-	tie  func(a, b uint32) bool
-}
-
-// Len is the number of keys in the heap.
-func (h *keyHeap) Len() int { return len(h.a) }
-
-// less reports whether packed word u sorts before v: by the bits keep
-// holds when they differ (they are the high bits), else by the keys.
-func (h *keyHeap) less(u, v uint64) bool {
-	if u&h.keep != v&h.keep {
-		return u < v
-	}
-	return h.x[u&^h.keep].before(&h.x[v&^h.keep], h.tie)
-}
-
-func (h *keyHeap) init() {
-	for i := len(h.a)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-// down moves a[i] down to its place.
-func (h *keyHeap) down(i int) {
-	a := h.a
-	for {
-		c := 2*i + 1
-		if c >= len(a) {
-			return
-		}
-		if c+1 < len(a) && h.less(a[c+1], a[c]) {
-			c++
-		}
-		if !h.less(a[c], a[i]) {
-			return
-		}
-		a[i], a[c] = a[c], a[i]
-		i = c
-	}
-}
-
-// pop removes the first key and returns its position in x.
-func (h *keyHeap) pop() uint32 {
-	top := h.a[0]
-	n := len(h.a) - 1
-	h.a[0] = h.a[n]
-	h.a = h.a[:n]
-	h.down(0)
-	return uint32(top &^ h.keep)
-}
-
-// prune drops the keys whose positions in x stay refuses, and makes a heap
-// of the rest.
-func (h *keyHeap) prune(stay func(pos uint32) bool) {
-	n := 0
-	for _, v := range h.a {
-		if stay(uint32(v &^ h.keep)) {
-			h.a[n] = v
-			n++
-		}
-	}
-	h.a = h.a[:n]
-	h.init()
-}
-
 // orderPos sorts the positions p by before of their keys in x: by
 // insertion when short, as runs of equal sorting windows are.
 func orderPos(p []uint32, x []sortKey, tie func(a, b uint32) bool) {
@@ -254,15 +137,66 @@ func orderPos(p []uint32, x []sortKey, tie func(a, b uint32) bool) {
 	slices.SortFunc(p, func(a, b uint32) int { return x[a].compare(&x[b], tie) })
 }
 
-// A walk off the heap prunes it, dropping every candidate that the lane's
-// room left can no longer hold, once more than pruneAfter and more than
-// one in pruneShare of those left came off it finding no room. Without a
-// prune, a backlog of timers too large for what the block's fires leave
-// came off the heap one at a time, each block: O(n log n), 0.94 s a block
-// at a million (BenchmarkLaneBacklog, kind=full). The misses before a
-// prune cost about as much as the prune, so a walk that finds no more to
-// drop is slowed by at most that factor.
+// heapKeys arranges x as a heap whose top comes first by before; with
+// siftKeys it pops the candidates in priority order, for a block whose
+// lane holds only a small part of them. Specialised to sortKey: the
+// generic heap's comparator call costs more than the comparison itself.
+func heapKeys(x []sortKey, tie func(a, b uint32) bool) {
+	for i := len(x)/2 - 1; i >= 0; i-- {
+		siftKeys(x, i, tie)
+	}
+}
+
+// siftKeys moves x[i] down to its place in the heap x.
+func siftKeys(x []sortKey, i int, tie func(a, b uint32) bool) {
+	for {
+		c := 2*i + 1
+		if c >= len(x) {
+			return
+		}
+		if c+1 < len(x) && x[c+1].before(&x[c], tie) {
+			c++
+		}
+		if !x[c].before(&x[i], tie) {
+			return
+		}
+		x[i], x[c] = x[c], x[i]
+		i = c
+	}
+}
+
+// A walk off the heap prunes it: it drops every candidate larger than the
+// room the lane has left, which can never fit (the room only shrinks
+// during a walk), once more than pruneAt candidates came off the heap
+// finding no room since the last prune. Without a prune, a backlog of
+// timers too large for what the block's fires leave came off the heap one
+// at a time, each block: O(n log n), 0.95 s a block at a million
+// (BenchmarkLaneBacklog, kind=full). pruneAt starts at the larger of
+// pruneAfter and a pruneShare-th of the heap, and doubles after a prune
+// that dropped less than half the heap: an order made so that each prune
+// finds little to drop (found by session 47's review, where a prune
+// after every 257 misses made a block 2.7 times as slow as none) gets at
+// most log2(n/pruneAfter) of them, and those that halve the heap cost
+// O(n) together.
 const (
 	pruneAfter = 256
 	pruneShare = 64
 )
+
+// pruneKeys moves to the front of x the keys of the candidates whose gas
+// fits in room, in their order, and returns how many. It reads the keys
+// alone, in sequence, but for a gas limit of maxGas32 or more.
+func pruneKeys(x []sortKey, cands []cand, room uint64) int {
+	n := 0
+	for _, key := range x {
+		fits := uint64(key.gas) <= room
+		if key.gas == maxGas32 {
+			fits = cands[key.k].gas <= room
+		}
+		if fits {
+			x[n] = key
+			n++
+		}
+	}
+	return n
+}

@@ -536,13 +536,83 @@ func laneBacklogTrace(seed uint64) []byte {
 			if k > 0 {
 				b.WriteString(",")
 			}
-			fmt.Fprintf(&b, `{"call":"schedule","height":2,"payload":"0x%04x","gas_limit":%d,"max_priority_fee_per_cycle":"%d"%s}`,
+			fmt.Fprintf(&b, `{"call":"schedule","height":2,"payload":"0x%04x","gas_limit":%d,"max_fee_per_cycle":"30","max_priority_fee_per_cycle":"%d"%s}`,
 				k, gas, r.IntN(21), extra)
 		}
 		b.WriteString("]}\n")
 	}
 	b.WriteString(`{"op":"end"}` + "\n")
 	for h := 2; h <= 4; h++ {
+		fmt.Fprintf(&b, `{"op":"block","height":%d}`+"\n"+`{"op":"end"}`+"\n", h)
+	}
+	return b.Bytes()
+}
+
+// TestMatchesLanePrunes compares the two on blocks built for the walk's
+// prune: one that drops every candidate left on the heap, one whose order
+// makes many prunes find little to drop (groups, each led by a one-cycle
+// timer that fires, of timers that fit only before it), the same with a
+// timer of gas limit 1 among large ones (the heap, chosen by counting)
+// and with one tip far above the others.
+func TestMatchesLanePrunes(t *testing.T) {
+	traces := map[string][]byte{
+		"prune-all": pruneTrace(1000, []pruneTimer{{gas: 5, tip: 10, n: 100}, {gas: 600, tip: 5, n: 900}}),
+		"groups":    pruneTrace(3000, pruneGroups(3000, 40, 300)),
+		"gas-1": pruneTrace(1000, append([]pruneTimer{{gas: 1, tip: 1, n: 1}},
+			pruneTimer{gas: 700, tip: 3, n: 2000}, pruneTimer{gas: 20, tip: 2, n: 40})),
+		"whale": pruneTrace(1000, append([]pruneTimer{{gas: 20, tip: 1 << 40, n: 1}},
+			pruneTimer{gas: 700, tip: 3, n: 2000}, pruneTimer{gas: 20, tip: 2, n: 40})),
+	}
+	for name, trace := range traces {
+		if d := difference(runEngine(trace), runModel(trace)); d != "" {
+			path := filepath.Join(t.TempDir(), name+".trace.jsonl")
+			if err := os.WriteFile(path, trace, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Errorf("%s, trace %s: %s", name, path, d)
+		}
+	}
+}
+
+// pruneTimer is n timers of one gas limit and tip.
+type pruneTimer struct{ gas, tip, n int }
+
+// pruneGroups is the groups of TestMatchesLanePrunes in a lane of l
+// cycles: each a one-cycle timer and m timers of l - i cycles, the tips
+// falling from group to group.
+func pruneGroups(l, groups, m int) []pruneTimer {
+	var ts []pruneTimer
+	for i := range groups {
+		tip := 2*(groups-i) + 3
+		ts = append(ts, pruneTimer{gas: 1, tip: tip, n: 1}, pruneTimer{gas: l - i, tip: tip - 1, n: m})
+	}
+	return ts
+}
+
+// pruneTrace writes the timers due at block 2 in a lane of l cycles whose
+// handlers use one cycle each, and blocks 2 and 3.
+func pruneTrace(l int, timers []pruneTimer) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"op":"config","policy":"lane","lane_timer_cycles":%d,"max_cycles_per_fire_auction_phase":%d,`+
+		`"initial_lane_basefee":"1","min_lane_basefee":"1","max_timers_per_actor":100000}`+"\n", l, l)
+	actor := "0x00000000000000000000000000000000000000a0"
+	fmt.Fprintf(&b, `{"op":"fund","account":"%s","amount":"1000000000000000000000"}`+"\n", actor)
+	fmt.Fprintf(&b, `{"op":"handler","actor":"%s","handler":"handle_timer","cycles":1}`+"\n", actor)
+	b.WriteString(`{"op":"block","height":1}` + "\n")
+	fmt.Fprintf(&b, `{"op":"tx","actor":"%s","nonce":1,"calls":[`, actor)
+	k := 0
+	for _, ts := range timers {
+		for range ts.n {
+			if k > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"call":"schedule","height":2,"payload":"0x%06x","gas_limit":%d,"max_fee_per_cycle":"%d","max_priority_fee_per_cycle":"%d"}`,
+				k, ts.gas, ts.tip+10, ts.tip)
+			k++
+		}
+	}
+	b.WriteString("]}\n" + `{"op":"end"}` + "\n")
+	for h := 2; h <= 3; h++ {
 		fmt.Fprintf(&b, `{"op":"block","height":%d}`+"\n"+`{"op":"end"}`+"\n", h)
 	}
 	return b.Bytes()
