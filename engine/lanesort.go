@@ -170,7 +170,7 @@ func siftKeys(x []sortKey, i int, tie func(a, b uint32) bool) {
 // during a walk), once more than pruneAt candidates came off the heap
 // finding no room since the last prune. Without a prune, a backlog of
 // timers too large for what the block's fires leave came off the heap one
-// at a time, each block: O(n log n), 0.95 s a block at a million
+// at a time, each block: O(n log n), a second a block at a million
 // (BenchmarkLaneBacklog, kind=full). pruneAt starts at the larger of
 // pruneAfter and a pruneShare-th of the heap, and doubles after a prune
 // that dropped less than half the heap: an order made so that each prune
