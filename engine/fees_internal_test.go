@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math/big"
 	"slices"
 	"testing"
@@ -195,14 +196,15 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
-// TestHeapKeys checks that the radix sort, and popping the specialised
-// heap (also after a prune), yield the order of the standard sort, with many ties at every
+// TestHeapKeys checks that the radix sort (its runs sorted again when
+// long), and popping the specialised heap (also after a prune), yield the
+// order of the standard sort, with many ties at every
 // level of the key, and with keys that differ in every byte.
 func TestHeapKeys(t *testing.T) {
 	var sorter keySorter
 	gases := []uint64{0, 7, maxGas32 - 1, 1 << 40} // the last stands in the key as maxGas32
 	for _, n := range []int{0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 100, 1000, 5000} {
-		for seed := uint64(0); seed < 10; seed++ {
+		for seed := uint64(0); seed < 12; seed++ {
 			r := newRand(seed)
 			x := make([]sortKey, n)
 			ids := make([]uint64, n) // a second id word for full ties
@@ -219,6 +221,15 @@ func TestHeapKeys(t *testing.T) {
 					eff, id0 = wide{lo: r() % 13 * (1_000_000 + r()%1_000_000)}, r()
 				case 9: // few distinct priorities, ids that agree in their top bits
 					eff, id0 = wide{lo: r() % 3}, r()%64
+				case 10, 11: // a whale: one priority far above the rest, which
+					// agree on every bit the first radix sort takes
+					eff, id0 = wide{lo: r() % 13 * (1_000_000 + r()%1_000_000)}, r()
+					if seed == 11 {
+						eff, id0 = wide{lo: r() % 3}, r()%4096
+					}
+					if i == 0 {
+						eff.hi = 1
+					}
 				}
 				x[i] = newSortKey(eff, id0, uint32(i), gases[r()%4])
 				ids[i] = r() % 3
@@ -371,4 +382,31 @@ func freeFees(e *Engine) []uint32 {
 		e.lane.feeFree.Push(i)
 	}
 	return out
+}
+
+// BenchmarkKeySort: one op sorts 100,000 lane keys of small priorities
+// (tips of 0 to 12 times a W near a million); whale gives one of them a
+// priority far above the rest, which then agree on every bit the first
+// radix pass takes and go through sortRun again.
+func BenchmarkKeySort(b *testing.B) {
+	for _, whale := range []bool{false, true} {
+		b.Run(fmt.Sprintf("whale=%v", whale), func(b *testing.B) {
+			r := newRand(1)
+			x := make([]sortKey, 100_000)
+			for i := range x {
+				eff := wide{lo: r() % 13 * (1_000_000 + r()%1_000)}
+				if whale && i == 0 {
+					eff.hi = 1
+				}
+				x[i] = newSortKey(eff, r(), uint32(i), 100)
+			}
+			tie := func(a, b uint32) bool { return a < b }
+			var s keySorter
+			s.sort(x, tie) // its buffers grow once
+			b.ReportAllocs()
+			for b.Loop() {
+				s.sort(x, tie)
+			}
+		})
+	}
 }

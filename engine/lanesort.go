@@ -49,45 +49,62 @@ func (a *sortKey) compare(b *sortKey, tie func(a, b uint32) bool) int {
 
 // keySorter sorts a block's keys; it keeps its buffers between blocks.
 type keySorter struct {
-	a, b  []uint64
-	order []uint32
+	a, b       []uint64
+	order, tmp []uint32
 }
 
-// sort returns the positions in x of its keys in the order of before. Keys
-// of one block share their high bytes (priorities are small numbers), so
-// it reads w from its most significant bit that is not the same in every
-// key, takes as many of those bits as it needs to tell keys apart (those
-// that vary among the effective priorities, then some 8 more than log2 n
-// of the timer id) and packs them, above the key's position, in one word:
-// a radix sort of those words makes a linear pass per 11 bits, where a
-// comparison sort would make 130,000 comparisons of 10,000 candidates.
-// Runs that agree on those bits are then put in full order by
-// comparisons; they are rare, short, or real ties.
+// sort returns the positions in x of its keys in the order of before.
 func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
 	order := s.order[:0]
-	if len(x) < 32 {
-		for i := range x {
-			order = append(order, uint32(i))
-		}
-		s.order = order
-		orderPos(order, x, tie)
-		return order
-	}
-	var diff [4]uint64 // the bits in which some key differs from x[0]
-	first := x[0].w
 	for i := range x {
+		order = append(order, uint32(i))
+	}
+	s.order = order
+	s.sortRun(order, x, tie)
+	return order
+}
+
+// runRadix is the shortest run of keys that sortRun sorts by radix: a
+// radix sort clears 40 KiB of counts, which fewer keys do not repay.
+const runRadix = 256
+
+// sortRun puts the positions p in the order of before of their keys in x.
+// Keys of one block share their high bytes (priorities are small
+// numbers), so it reads w from its most significant bit that is not the
+// same in every key of p, takes as many of those bits as it needs to tell
+// keys apart (those that vary among the effective priorities, then some 8
+// more than log2 n of the timer id) and packs them, above the key's place
+// in p, in one word: a radix sort of those words makes a linear pass per
+// 11 bits, where a comparison sort would make 130,000 comparisons of
+// 10,000 candidates. Keys that agree on those bits are sorted again the
+// same way, on the bits below, when there are runRadix of them or more,
+// else by comparisons. Before session 47 they all went to comparisons:
+// one priority far above the others left the others agreeing on every
+// bit taken, and 100,000 candidates sorted by comparisons.
+func (s *keySorter) sortRun(p []uint32, x []sortKey, tie func(a, b uint32) bool) {
+	if len(p) < runRadix {
+		orderPos(p, x, tie)
+		return
+	}
+	var diff [4]uint64 // the bits in which some key differs from the first
+	first := x[p[0]].w
+	for _, i := range p {
 		w := &x[i].w
 		diff[0] |= w[0] ^ first[0]
 		diff[1] |= w[1] ^ first[1]
 		diff[2] |= w[2] ^ first[2]
 		diff[3] |= w[3] ^ first[3]
 	}
+	if diff == [4]uint64{} { // equal keys: only tie orders them
+		orderPos(p, x, tie)
+		return
+	}
 	word := 0
 	for word < 3 && diff[word] == 0 {
 		word++
 	}
-	shift := uint(bits.LeadingZeros64(diff[word])) // 64 when all keys are equal
-	posBits := bits.Len(uint(len(x)))
+	shift := uint(bits.LeadingZeros64(diff[word]))
+	posBits := bits.Len(uint(len(p)))
 	need := 64
 	switch word {
 	case 2: // the priorities vary in their low word: 64 - shift bits
@@ -97,30 +114,33 @@ func (s *keySorter) sort(x []sortKey, tie func(a, b uint32) bool) []uint32 {
 	}
 	passes := min((need+radix.HighDigitBits-1)/radix.HighDigitBits, (64-posBits)/radix.HighDigitBits, radix.MaxHighPasses)
 	keep := ^uint64(0) << (64 - radix.HighDigitBits*passes)
-	a := s.a[:0]
-	for i := range x {
+	high := func(i uint32) uint64 { // the bits of key i taken, at the top of a word
 		v := x[i].w[word] << shift
-		if word < 3 && shift > 0 && shift < 64 {
+		if word < 3 && shift > 0 {
 			v |= x[i].w[word+1] >> (64 - shift)
 		}
-		a = append(a, v&keep|uint64(i))
+		return v & keep
+	}
+	a := s.a[:0]
+	for k, i := range p {
+		a = append(a, high(i)|uint64(k))
 	}
 	a, b := radix.SortHigh(a, s.b, passes)
-	for _, v := range a {
-		order = append(order, uint32(v&^keep))
+	tmp := append(s.tmp[:0], p...)
+	for j, v := range a {
+		p[j] = tmp[v&^keep]
 	}
-	for i := 0; i < len(a); {
-		j := i + 1
-		for j < len(a) && a[j]&keep == a[i]&keep {
+	s.a, s.b, s.tmp = a[:0], b[:0], tmp[:0]
+	for i := 0; i < len(p); { // runs of keys that agree on the bits taken
+		j, h := i+1, high(p[i])
+		for j < len(p) && high(p[j]) == h {
 			j++
 		}
 		if j-i > 1 {
-			orderPos(order[i:j], x, tie)
+			s.sortRun(p[i:j], x, tie)
 		}
 		i = j
 	}
-	s.a, s.b, s.order = a[:0], b[:0], order
-	return order
 }
 
 // orderPos sorts the positions p by before of their keys in x: by
