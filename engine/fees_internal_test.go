@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"testing"
@@ -408,5 +409,41 @@ func BenchmarkKeySort(b *testing.B) {
 				s.sort(x, tie)
 			}
 		})
+	}
+}
+
+// TestHoldsAQuarter: the walk's choice of a sort (true) or a heap.
+func TestHoldsAQuarter(t *testing.T) {
+	gases := func(n int, g ...uint64) []cand { // n candidates, gas limits g in turn
+		c := make([]cand, n)
+		for i := range c {
+			c[i].gas = g[i%len(g)]
+		}
+		return c
+	}
+	tests := []struct {
+		name  string
+		cands []cand
+		room  uint64
+		want  bool
+	}{
+		{"none", nil, 100, true},
+		{"fewer than four", gases(3, 1000), 1, true},
+		{"all fit", gases(100, 10), 1000, true},
+		{"a quarter fit exactly", gases(100, 40), 1000, true},
+		{"smallest lets fewer fit", gases(100, 41), 1000, false},
+		{"one small among large", append(gases(99, 1000), cand{gas: 1}), 1000, false},
+		{"a quarter small among large", gases(100, 1, 1000, 1000, 1000), 1000, true},
+		{"gas 0 among large", gases(100, 0, 1000, 1000, 1000, 1000), 100, false},
+		{"gas 0, a quarter", gases(100, 0, 1000, 1000, 1000), 100, true},
+	}
+	for _, tt := range tests {
+		minGas := uint64(math.MaxUint64)
+		for _, c := range tt.cands {
+			minGas = min(minGas, c.gas)
+		}
+		if got := holdsAQuarter(tt.cands, minGas, tt.room); got != tt.want {
+			t.Errorf("%s: holdsAQuarter = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

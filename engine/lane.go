@@ -788,41 +788,43 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	if useHeap {
 		heapKeys(keys, s.tie)
 	} else {
-		// Lay the candidates out in that order: the walk then reads them
-		// in sequence instead of missing the cache on each.
-		ordered := s.ordered[:0]
-		for _, j := range s.sorter.sort(keys, s.tie) {
-			ordered = append(ordered, cands[j])
-		}
-		cands, s.ordered = ordered, cands[:0]
+		cands = s.inOrder(keys, cands)
 	}
 	// The walk's unvisited candidates: off the heap, keys[:n]; in order,
 	// cands[next:n]. Those it leaves are lane_full, as classified.
 	var used uint64 // the lane cycles the block's fires used so far
 	fired := s.fired[:0]
 	n, next := len(cands), 0
-	misses := 0 // candidates off the heap that found no room, since the last prune
-	pruneAt := max(pruneAfter, n/pruneShare)
+	misses := 0           // candidates off the heap that found no room, since the last prune
+	pops := len(keys) / 8 // what the heap may give before the walk sorts the rest instead
 	for next < n && p.LaneTimerCycles-used >= minGas && s.ledgerErr == nil {
 		k := next
 		if useHeap {
-			if misses > pruneAt {
+			if misses > max(pruneAfter, n/pruneShare) {
 				left := pruneKeys(keys[:n], cands, p.LaneTimerCycles-used)
-				if left > n/2 {
-					pruneAt *= 2 // it dropped little: wait longer for the next
+				if misses = 0; left <= n/2 { // the heap halved, or emptied: go on with it
+					n, pops = left, left/8
+					heapKeys(keys[:n], s.tie)
+					continue
 				}
-				if n, misses = left, 0; n == 0 {
-					break
-				}
-				heapKeys(keys[:n], s.tie)
+				n, pops = left, 0 // most of it may fit yet
 			}
+			if pops == 0 {
+				// Off the heap the rest would cost more than a sort:
+				// walk them in order instead (lanesort.go, pruneAfter).
+				cands, useHeap = s.inOrder(keys[:n], cands), false
+				continue
+			}
+			pops--
 			k = int(keys[0].k)
 			n--
 			keys[0] = keys[n]
 			siftKeys(keys[:n], 0, s.tie)
 		} else {
 			next++
-			if j := next + ahead; j < n {
+			// Loads ahead for a candidate that can still fit: the others
+			// are passed over without reading their records.
+			if j := next + ahead; j < n && used+cands[j].gas <= p.LaneTimerCycles {
 				e.prefetchRec(cands[j].rec)
 				e.ids.prefetchRun(uint64(cands[j].tag))
 			}
@@ -926,6 +928,18 @@ func (lane) endBlock(e *Engine, x Executor, due ring.Iter) BlockResult {
 	s.cands, s.gcs = cands[:0], gcs[:0]
 	res.Lane = fig
 	return res
+}
+
+// inOrder returns the candidates of keys in the order of the keys (step
+// 7), laid out in the buffer that cands is not: the walk then reads them
+// in sequence instead of missing the cache on each.
+func (s *laneState) inOrder(keys []sortKey, cands []cand) []cand {
+	ordered := s.ordered[:0]
+	for _, j := range s.sorter.sort(keys, s.tie) {
+		ordered = append(ordered, cands[keys[j].k])
+	}
+	s.ordered = cands[:0]
+	return ordered
 }
 
 // holdsAQuarter judges whether a lane of room cycles holds a quarter of

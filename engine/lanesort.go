@@ -187,17 +187,16 @@ func siftKeys(x []sortKey, i int, tie func(a, b uint32) bool) {
 
 // A walk off the heap prunes it: it drops every candidate larger than the
 // room the lane has left, which can never fit (the room only shrinks
-// during a walk), once more than pruneAt candidates came off the heap
-// finding no room since the last prune. Without a prune, a backlog of
-// timers too large for what the block's fires leave came off the heap one
-// at a time, each block: O(n log n), a second a block at a million
-// (BenchmarkLaneBacklog, kind=full). pruneAt starts at the larger of
-// pruneAfter and a pruneShare-th of the heap, and doubles after a prune
-// that dropped less than half the heap: an order made so that each prune
-// finds little to drop (found by session 47's review, where a prune
-// after every 257 misses made a block 2.7 times as slow as none) gets at
-// most log2(n/pruneAfter) of them, and those that halve the heap cost
-// O(n) together.
+// during a walk), once more than pruneAfter candidates, and more than a
+// pruneShare-th of the heap, came off it finding no room. Without a
+// prune, a backlog of timers too large for what the block's fires leave
+// came off the heap one at a time, each block: O(n log n), a second a
+// block at a million (BenchmarkLaneBacklog, kind=full). The heap ends
+// when a prune keeps more than half of it, or when an eighth of it came
+// off: the walk then sorts what is left and goes on in order. So an
+// order made to defeat the prune, or a lane that holds more of the
+// candidates than the choice of the heap judged (session 47's reviews),
+// costs about a sort more, not O(n log n).
 const (
 	pruneAfter = 256
 	pruneShare = 64

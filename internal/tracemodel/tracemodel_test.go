@@ -574,8 +574,13 @@ func TestMatchesLanePrunes(t *testing.T) {
 	}
 }
 
-// pruneTimer is n timers of one gas limit and tip.
-type pruneTimer struct{ gas, tip, n int }
+// pruneTimer is n timers of one gas limit and tip (an int64: a whale's
+// tip passes 2^31).
+type pruneTimer struct {
+	gas int
+	tip int64
+	n   int
+}
 
 // pruneGroups is the groups of TestMatchesLanePrunes in a lane of l
 // cycles: each a one-cycle timer and m timers of l - i cycles, the tips
@@ -583,7 +588,7 @@ type pruneTimer struct{ gas, tip, n int }
 func pruneGroups(l, groups, m int) []pruneTimer {
 	var ts []pruneTimer
 	for i := range groups {
-		tip := 2*(groups-i) + 3
+		tip := int64(2*(groups-i) + 3)
 		ts = append(ts, pruneTimer{gas: 1, tip: tip, n: 1}, pruneTimer{gas: l - i, tip: tip - 1, n: m})
 	}
 	return ts
