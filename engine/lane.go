@@ -946,11 +946,12 @@ func (s *laneState) inOrder(keys []sortKey, cands []cand) []cand {
 // the candidates, to choose the walk's sort or its heap: no when even the
 // smallest gas limit, minGas, lets fewer fit; else yes when a quarter of
 // them have gas limits of at most room / (n/4) each, which fit together;
-// else no (if many are just above that, the heap is a log factor slower
-// than a sort, no more). The count runs only when minGas does not settle
-// it: a few small timers among a backlog of large ones make no lane that
-// holds many (before session 47 one timer of gas limit 1 among a million
-// candidates made the walk sort them all, half a second a block).
+// else no (if many are just above that, the walk leaves the heap for a
+// sort once an eighth of it came off). The count runs only when minGas
+// does not settle it: a few small timers among a backlog of large ones
+// make no lane that holds many (before session 47 one timer of gas limit
+// 1 among a million candidates made the walk sort them all, half a
+// second a block).
 func holdsAQuarter(cands []cand, minGas, room uint64) bool {
 	quarter := uint64(len(cands) / 4)
 	if minGas > 0 && room/minGas < quarter {

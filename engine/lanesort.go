@@ -51,6 +51,7 @@ func (a *sortKey) compare(b *sortKey, tie func(a, b uint32) bool) int {
 type keySorter struct {
 	a, b       []uint64
 	order, tmp []uint32
+	runs       []uint32 // a stack of the runs sortRun sorts again, from and to
 }
 
 // sort returns the positions in x of its keys in the order of before.
@@ -130,17 +131,27 @@ func (s *keySorter) sortRun(p []uint32, x []sortKey, tie func(a, b uint32) bool)
 	for j, v := range a {
 		p[j] = tmp[v&^keep]
 	}
-	s.a, s.b, s.tmp = a[:0], b[:0], tmp[:0]
-	for i := 0; i < len(p); { // runs of keys that agree on the bits taken
-		j, h := i+1, high(p[i])
-		for j < len(p) && high(p[j]) == h {
+	// Runs of keys that agree on the bits taken: short ones now, long
+	// ones once a and b, which sorting them again takes, are done with.
+	base := len(s.runs)
+	for i := 0; i < len(a); {
+		j := i + 1
+		for j < len(a) && a[j]&keep == a[i]&keep {
 			j++
 		}
-		if j-i > 1 {
-			s.sortRun(p[i:j], x, tie)
+		switch {
+		case j-i >= runRadix:
+			s.runs = append(s.runs, uint32(i), uint32(j))
+		case j-i > 1:
+			orderPos(p[i:j], x, tie)
 		}
 		i = j
 	}
+	s.a, s.b, s.tmp = a[:0], b[:0], tmp[:0]
+	for r := base; r < len(s.runs); r += 2 { // each call leaves s.runs as it found it
+		s.sortRun(p[s.runs[r]:s.runs[r+1]], x, tie)
+	}
+	s.runs = s.runs[:base]
 }
 
 // orderPos sorts the positions p by before of their keys in x: by
