@@ -26,7 +26,8 @@ const (
 	laneWindow = 32
 )
 
-func newLaneBlock(tb testing.TB) *laneBlock {
+// laneConfig is the lane's configuration in these benchmarks.
+func laneConfig() engine.Config {
 	cfg := engine.DefaultConfig()
 	cfg.Policy = engine.PolicyLane
 	// A short fairness window, so that the warm-up below reaches the steady
@@ -39,20 +40,30 @@ func newLaneBlock(tb testing.TB) *laneBlock {
 	// collect instead of firing.
 	cfg.Lane.LaneTimerCycles = 2 * laneDue * laneGas
 	cfg.RollbackDepth = benchRollbackDepth
+	return cfg
+}
+
+// openLane returns a laneBlock on a new engine of cfg, in block 1, with
+// every account of funded rich.
+func openLane(tb testing.TB, cfg engine.Config, funded []engine.Address) *laneBlock {
 	e, err := engine.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	lb := &laneBlock{tb: tb, e: e}
 	big, _ := engine.ParseAmount("1000000000000000000000000")
-	for a := range laneActors {
-		if err := e.Ledger().Credit(actors[a], big); err != nil {
+	for _, a := range funded {
+		if err := e.Ledger().Credit(a, big); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	if err := e.BeginBlock(1); err != nil {
 		tb.Fatal(err)
 	}
+	return &laneBlock{tb: tb, e: e}
+}
+
+func newLaneBlock(tb testing.TB) *laneBlock {
+	lb := openLane(tb, laneConfig(), actors[:laneActors])
 	lb.fill() // due in block 2
 	lb.end(false)
 	// Free lists, buffers and the fairness window grow; the rollback
@@ -200,28 +211,12 @@ func TestLaneBacklogAllocs(t *testing.T) {
 // BenchmarkLaneBacklog) waiting from block 3 on, scheduled by the actors
 // after the lane's.
 func newLaneBacklog(tb testing.TB, kind string, n int) *laneBlock {
-	cfg := engine.DefaultConfig()
-	cfg.Policy = engine.PolicyLane
-	cfg.Lane.FairnessWindowBlocks = laneWindow
-	cfg.Lane.LaneTimerCycles = 2 * laneDue * laneGas
+	cfg := laneConfig()
 	// Room for the full kind's gas limit, which only an empty lane holds.
 	cfg.Lane.MaxCyclesPerFireAuction = cfg.Lane.LaneTimerCycles
 	cfg.Lane.MinBasefee = cfg.InitialBasefee // no fall in the empty block 1
-	cfg.RollbackDepth = benchRollbackDepth
-	e, err := engine.New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	lb := &laneBlock{tb: tb, e: e}
-	big, _ := engine.ParseAmount("1000000000000000000000000")
-	for _, a := range actors {
-		if err := e.Ledger().Credit(a, big); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := e.BeginBlock(1); err != nil {
-		tb.Fatal(err)
-	}
+	lb := openLane(tb, cfg, actors)
+	e := lb.e
 	f := engine.Fees{Set: engine.HasGasLimit | engine.HasMaxFee | engine.HasMaxPriorityFee,
 		GasLimit: laneGas, MaxFee: e.Basefee()}
 	if kind == "full" {
