@@ -135,7 +135,12 @@ func (lb *laneBlock) end(check bool) {
 // nothing but report its whole gas limit used; the target
 // is 2 ms and 0 allocs/op.
 func BenchmarkLaneEndBlock(b *testing.B) {
-	lb := newLaneBlock(b)
+	timeBlocks(b, newLaneBlock(b), laneDue, "ns/timer")
+}
+
+// timeBlocks times lb's ends of block, its fills out of the time, and
+// reports the time per timer due, due of them in each block, under unit.
+func timeBlocks(b *testing.B, lb *laneBlock, due int, unit string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -143,20 +148,24 @@ func BenchmarkLaneEndBlock(b *testing.B) {
 		b.StartTimer()
 		lb.next()
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*laneDue), "ns/timer")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*due), unit)
 }
 
 func TestLaneEndBlockAllocs(t *testing.T) {
-	lb := newLaneBlock(t)
+	if n := allocsPerBlock(newLaneBlock(t), 10); n != 0 {
+		t.Errorf("lane end of block: %v allocs per block, want 0", n)
+	}
+}
+
+// allocsPerBlock is the allocations of lb's end of block and its next
+// fill, in steady state, in runs runs: fill allocates nothing either, and
+// both are counted.
+func allocsPerBlock(lb *laneBlock, runs int) float64 {
 	lb.fill()
-	n := testing.AllocsPerRun(10, func() {
+	return testing.AllocsPerRun(runs, func() {
 		lb.next()
 		lb.fill()
 	})
-	// fill allocates nothing either in steady state; both are counted.
-	if n != 0 {
-		t.Errorf("lane end of block: %v allocs per block, want 0", n)
-	}
 }
 
 // BenchmarkLaneBacklog: one op is one lane end of block, with its Commit
@@ -177,15 +186,7 @@ func BenchmarkLaneBacklog(b *testing.B) {
 	for _, kind := range []string{"below", "full"} {
 		for _, n := range []int{10_000, 100_000, 1_000_000} {
 			b.Run(fmt.Sprintf("kind=%s/backlog=%d", kind, n), func(b *testing.B) {
-				lb := newLaneBacklog(b, kind, n)
-				b.ReportAllocs()
-				for b.Loop() {
-					b.StopTimer()
-					lb.fill()
-					b.StartTimer()
-					lb.next()
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(laneDue+n)), "ns/due")
+				timeBlocks(b, newLaneBacklog(b, kind, n), laneDue+n, "ns/due")
 			})
 		}
 	}
@@ -196,12 +197,7 @@ func BenchmarkLaneBacklog(b *testing.B) {
 // a heap and pruning it (at 100,000 waiting; at 10,000 it sorts them).
 func TestLaneBacklogAllocs(t *testing.T) {
 	for _, kind := range []string{"below", "full"} {
-		lb := newLaneBacklog(t, kind, 100_000)
-		lb.fill()
-		if n := testing.AllocsPerRun(5, func() {
-			lb.next()
-			lb.fill()
-		}); n != 0 {
+		if n := allocsPerBlock(newLaneBacklog(t, kind, 100_000), 5); n != 0 {
 			t.Errorf("%s: %v allocs per block, want 0", kind, n)
 		}
 	}
